@@ -1,0 +1,39 @@
+"""The DuckLake catalog client: no Spark, no dbt; SQLAlchemy Core over SQLite or PostgreSQL."""
+
+from .catalog import Lake
+from .commit import ColumnSpec, TableRef, Transaction
+from .errors import (
+    AlreadyExistsError,
+    CatalogConnectionError,
+    CommitConflictError,
+    CommitFailedError,
+    DataFileError,
+    DuckLakeError,
+    FormatVersionError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
+    SnapshotNotFoundError,
+    UnsupportedTypeError,
+)
+from .models import Snapshot
+
+__all__ = [
+    "AlreadyExistsError",
+    "CatalogConnectionError",
+    "ColumnSpec",
+    "CommitConflictError",
+    "CommitFailedError",
+    "DataFileError",
+    "DuckLakeError",
+    "FormatVersionError",
+    "InvalidArgumentError",
+    "Lake",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "TableRef",
+    "Transaction",
+    "UnsupportedTypeError",
+]

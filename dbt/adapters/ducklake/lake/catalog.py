@@ -1,0 +1,741 @@
+"""The DuckLake catalog: open or create a lake, and read it at any snapshot.
+
+A :class:`Lake` owns a SQLAlchemy engine on the catalog database (SQLite or PostgreSQL) and
+knows the lake's data path. It never imports Spark or dbt. Writes go through
+:class:`~.commit.Transaction`, which turns staged changes into exactly one snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+
+from . import ddl
+from .connect import WRITE_OPTION, CatalogTarget, make_engine, parse_catalog
+from .errors import (
+    CatalogConnectionError,
+    FormatVersionError,
+    InvalidArgumentError,
+    NotFoundError,
+    SnapshotNotFoundError,
+)
+from .models import (
+    ColumnInfo,
+    DataFile,
+    DeleteFile,
+    InlinedDataTable,
+    NameMapping,
+    PartitionColumn,
+    PartitionSpec,
+    SchemaInfo,
+    Snapshot,
+    TableColumnStats,
+    TableInfo,
+    TableStats,
+    ViewInfo,
+)
+
+DEFAULT_INLINING_ROW_LIMIT = 10
+
+
+def visible(alias: str = "") -> str:
+    """The DuckLake visibility predicate for versioned rows at snapshot ``:s``."""
+    p = f"{alias}." if alias else ""
+    return f"({p}begin_snapshot <= :s AND ({p}end_snapshot IS NULL OR :s < {p}end_snapshot))"
+
+
+def to_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def parse_time(value: Any) -> datetime:
+    """Catalog timestamps: datetimes on PostgreSQL, ISO text with an offset on SQLite."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def normalise_dir(path: str) -> str:
+    """A directory path with ``/`` separators and one trailing ``/``."""
+    path = path.replace("\\", "/")
+    return path if path.endswith("/") else path + "/"
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+class Lake:
+    """A DuckLake lake: its catalog database plus its data path.
+
+    Use :meth:`open`; it creates the lake when the catalog is empty, exactly as DuckDB 1.5.5
+    does, and refuses a lake written in another format version without touching it.
+    """
+
+    def __init__(
+        self,
+        target: CatalogTarget,
+        data_path: str,
+        metadata_schema: str | None,
+        data_inlining_row_limit: int | None,
+    ) -> None:
+        self.target = target
+        self.engine = make_engine(target)
+        self.dialect = target.dialect
+        self.metadata_schema = metadata_schema
+        self.prefix = f'"{metadata_schema}".' if metadata_schema else ""
+        self.data_path = data_path
+        self.data_inlining_row_limit = data_inlining_row_limit
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        catalog: str,
+        data_path: str | None = None,
+        *,
+        metadata_schema: str | None = None,
+        data_inlining_row_limit: int | None = None,
+        create: bool = True,
+        base_dir: str | None = None,
+        override_data_path: bool = False,
+    ) -> Lake:
+        """Open the lake in ``catalog``, creating it when the catalog holds none.
+
+        Args:
+            catalog: a SQLAlchemy URL or DuckDB-style catalog string (see :mod:`.connect`).
+            data_path: where Parquet files live. Required to create a lake; when opening an
+                existing one it must match the stored path unless ``override_data_path``.
+            metadata_schema: PostgreSQL schema holding the ``ducklake_*`` tables.
+            data_inlining_row_limit: the connection-level inlining limit; the lake's own
+                ``data_inlining_row_limit`` options take precedence, as in DuckDB.
+            create: create a new lake when none exists (otherwise raise).
+            base_dir: directory relative paths resolve against (default: cwd).
+        """
+        target = parse_catalog(catalog, base_dir)
+        if metadata_schema and target.dialect == "sqlite":
+            raise InvalidArgumentError(
+                "metadata_schema is only supported on a PostgreSQL catalog; "
+                "a SQLite catalog keeps its tables in the main database"
+            )
+        if target.sqlite_path:
+            parent = os.path.dirname(target.sqlite_path)
+            if parent and not os.path.isdir(parent):
+                if not create:
+                    raise CatalogConnectionError(f"catalog directory {parent} does not exist")
+                os.makedirs(parent, exist_ok=True)
+        base = base_dir or os.getcwd()
+        wanted = None
+        if data_path:
+            wanted = data_path if is_remote(data_path) else os.path.abspath(
+                os.path.join(base, os.path.expanduser(data_path.removeprefix("file://")))
+            )
+            wanted = normalise_dir(wanted)
+        lake = cls(target, wanted or "", metadata_schema, data_inlining_row_limit)
+        try:
+            meta = lake._read_metadata()
+        except CatalogConnectionError:
+            lake.engine.dispose()
+            raise
+        if meta is None:
+            if not create:
+                raise CatalogConnectionError(f"no DuckLake lake in catalog {target.display}")
+            if not wanted:
+                raise InvalidArgumentError(
+                    "data_path is required to create a new lake: pass the directory (or object "
+                    "store URL) where its Parquet files should live"
+                )
+            lake._initialise(wanted)
+            return lake
+        version = meta.get("version")
+        if version != ddl.FORMAT_VERSION:
+            lake.engine.dispose()
+            raise FormatVersionError(
+                f"the lake in {target.display} has DuckLake format version {version!r}; this "
+                f"client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake was not "
+                "modified. Migrate it with DuckDB 1.5.5 (ATTACH ... (AUTOMATIC_MIGRATION true)) "
+                "or use a client that supports its version."
+            )
+        if meta.get("encrypted", "false") != "false":
+            lake.engine.dispose()
+            raise FormatVersionError(
+                f"the lake in {target.display} is encrypted; encrypted lakes are not supported"
+            )
+        stored = meta.get("data_path", "")
+        if stored and not is_remote(stored) and not os.path.isabs(stored):
+            stored = normalise_dir(os.path.abspath(stored))
+        if wanted and stored and normalise_dir(stored) != wanted and not override_data_path:
+            lake.engine.dispose()
+            raise InvalidArgumentError(
+                f"data_path {wanted!r} differs from the lake's stored data path {stored!r}; "
+                "drop data_path from the profile to use the stored one, or pass "
+                "override_data_path=True"
+            )
+        lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
+        return lake
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Lake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def t(self, name: str) -> str:
+        """A catalog table name qualified with the metadata schema."""
+        return f"{self.prefix}{name}"
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction: every query inside sees the same catalog state."""
+        try:
+            conn = self.engine.connect()
+        except (OperationalError, DBAPIError) as exc:
+            raise CatalogConnectionError(
+                f"cannot connect to the DuckLake catalog {self.target.display}: "
+                f"{_first_line(exc)}"
+            ) from exc
+        try:
+            if self.dialect == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it holds the write lock from its first statement."""
+        try:
+            conn = self.engine.connect().execution_options(**{WRITE_OPTION: True})
+        except (OperationalError, DBAPIError) as exc:
+            raise CatalogConnectionError(
+                f"cannot connect to the DuckLake catalog {self.target.display}: "
+                f"{_first_line(exc)}"
+            ) from exc
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    def _read_metadata(self) -> dict[str, str] | None:
+        try:
+            with self.read() as conn:
+                rows = conn.execute(
+                    text(f"SELECT key, value FROM {self.t('ducklake_metadata')} "
+                         "WHERE scope IS NULL")
+                ).all()
+        except CatalogConnectionError:
+            raise
+        except (ProgrammingError, OperationalError) as exc:
+            msg = str(exc).lower()
+            if "no such table" in msg or "does not exist" in msg and "relation" in msg:
+                return None
+            raise CatalogConnectionError(
+                f"cannot read the DuckLake catalog {self.target.display}: {_first_line(exc)}"
+            ) from exc
+        return {k: v for k, v in rows}
+
+    def _initialise(self, data_path: str) -> None:
+        """Create the 28 tables and snapshot 0 in one transaction, as DuckDB does."""
+        now = datetime.now(timezone.utc)
+        with self.write() as conn:
+            if self.metadata_schema:
+                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'))
+            for statement in ddl.create_statements(self.dialect, self.prefix):
+                conn.execute(text(statement))
+            conn.execute(
+                text(f"INSERT INTO {self.t('ducklake_snapshot')} VALUES (0, :t, 0, 1, 0)"),
+                {"t": self.encode_time(now)},
+            )
+            conn.execute(
+                text(
+                    f"INSERT INTO {self.t('ducklake_snapshot_changes')} "
+                    "VALUES (0, :c, NULL, NULL, NULL)"
+                ),
+                {"c": 'created_schema:"main"'},
+            )
+            for key, value in (
+                ("version", ddl.FORMAT_VERSION),
+                ("created_by", ddl.CREATED_BY),
+                ("data_path", data_path),
+                ("encrypted", "false"),
+            ):
+                conn.execute(
+                    text(f"INSERT INTO {self.t('ducklake_metadata')} (key, value) "
+                         "VALUES (:k, :v)"),
+                    {"k": key, "v": value},
+                )
+            conn.execute(
+                text(
+                    f"INSERT INTO {self.t('ducklake_schema')} "
+                    "VALUES (0, :u, 0, NULL, 'main', 'main/', :rel)"
+                ),
+                {"u": str(uuid.uuid4()), "rel": True},
+            )
+        if not is_remote(data_path):
+            os.makedirs(data_path, exist_ok=True)
+
+    def encode_time(self, value: datetime) -> Any:
+        """A timestamp as the backend stores it (text with ``+00`` on SQLite)."""
+        if self.dialect == "sqlite":
+            utc = value.astimezone(timezone.utc)
+            return utc.strftime("%Y-%m-%d %H:%M:%S.%f") + "+00"
+        return value
+
+    # ------------------------------------------------------------------ snapshots
+    def _snapshot_select(self) -> str:
+        return (
+            "SELECT s.snapshot_id, s.snapshot_time, s.schema_version, s.next_catalog_id, "
+            "s.next_file_id, c.changes_made, c.author, c.commit_message, c.commit_extra_info "
+            f"FROM {self.t('ducklake_snapshot')} s LEFT JOIN "
+            f"{self.t('ducklake_snapshot_changes')} c ON c.snapshot_id = s.snapshot_id"
+        )
+
+    @staticmethod
+    def _snapshot(row: Sequence[Any]) -> Snapshot:
+        return Snapshot(
+            int(row[0]), parse_time(row[1]), int(row[2]), int(row[3]), int(row[4]),
+            row[5], row[6], row[7], row[8],
+        )
+
+    def latest_snapshot(self, conn: Connection | None = None) -> Snapshot:
+        if conn is None:
+            with self.read() as c:
+                return self.latest_snapshot(c)
+        row = conn.execute(
+            text(self._snapshot_select() + " WHERE s.snapshot_id = "
+                 f"(SELECT MAX(snapshot_id) FROM {self.t('ducklake_snapshot')})")
+        ).one()
+        return self._snapshot(row)
+
+    def snapshots(self, since: int | None = None) -> list[Snapshot]:
+        """All snapshots (or those after ``since``), oldest first, with their changes."""
+        where, params = "", {}
+        if since is not None:
+            where, params = " WHERE s.snapshot_id > :since", {"since": since}
+        with self.read() as conn:
+            rows = conn.execute(
+                text(self._snapshot_select() + where + " ORDER BY s.snapshot_id"), params
+            ).all()
+        return [self._snapshot(r) for r in rows]
+
+    def snapshot(
+        self,
+        version: int | None = None,
+        timestamp: datetime | str | None = None,
+        conn: Connection | None = None,
+    ) -> Snapshot:
+        """Resolve a snapshot as DuckDB's ``AT (...)`` does.
+
+        A version picks exactly that snapshot; a timestamp picks the latest snapshot at or
+        before it; neither picks the latest. Unknown or expired snapshots raise
+        :class:`SnapshotNotFoundError`.
+        """
+        if conn is None:
+            with self.read() as c:
+                return self.snapshot(version, timestamp, c)
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("pass a snapshot version or a timestamp, not both")
+        if version is not None:
+            try:
+                version = int(version)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgumentError(
+                    f"snapshot version must be an integer, got {version!r}"
+                ) from exc
+            row = conn.execute(
+                text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": version}
+            ).first()
+            if row is None:
+                latest = self.latest_snapshot(conn).snapshot_id
+                raise SnapshotNotFoundError(
+                    f"no snapshot with version {version} in the lake (it was never created or "
+                    f"has been expired); the latest snapshot is {latest}"
+                )
+            return self._snapshot(row)
+        if timestamp is not None:
+            when = as_timestamp(timestamp)
+            rows = conn.execute(
+                text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
+            ).all()
+            best = None
+            for sid, stime in rows:
+                t = parse_time(stime)
+                if t <= when and (best is None or (t, sid) > best):
+                    best = (t, sid)
+            if best is None:
+                raise SnapshotNotFoundError(
+                    f"no snapshot at or before {when.isoformat()}; the lake's history starts "
+                    "later (or those snapshots have been expired)"
+                )
+            return self.snapshot(version=best[1], conn=conn)
+        return self.latest_snapshot(conn)
+
+    def first_snapshot_at_or_after(self, timestamp: datetime | str) -> Snapshot:
+        """The earliest snapshot at or after ``timestamp`` (start bound of a change feed)."""
+        when = as_timestamp(timestamp)
+        with self.read() as conn:
+            rows = conn.execute(
+                text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
+            ).all()
+            best = None
+            for sid, stime in rows:
+                t = parse_time(stime)
+                if t >= when and (best is None or (t, sid) < best):
+                    best = (t, sid)
+            if best is None:
+                raise SnapshotNotFoundError(f"no snapshot at or after {when.isoformat()}")
+            return self.snapshot(version=best[1], conn=conn)
+
+    # ------------------------------------------------------------------ listing
+    def _at(self, at: int | None, conn: Connection) -> int:
+        return self.latest_snapshot(conn).snapshot_id if at is None else at
+
+    def schemas(self, at: int | None = None, conn: Connection | None = None) -> list[SchemaInfo]:
+        if conn is None:
+            with self.read() as c:
+                return self.schemas(at, c)
+        rows = conn.execute(
+            text(f"SELECT * FROM {self.t('ducklake_schema')} WHERE {visible()} "
+                 "ORDER BY schema_id"),
+            {"s": self._at(at, conn)},
+        ).all()
+        return [SchemaInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], bool(r[6])) for r in rows]
+
+    def schema(self, name: str, at: int | None = None, conn: Connection | None = None) -> SchemaInfo:
+        for schema in self.schemas(at, conn):
+            if schema.schema_name == name:
+                return schema
+        raise NotFoundError(f"schema {name!r} does not exist in the lake")
+
+    def tables(
+        self, schema_name: str | None = None, at: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[TableInfo]:
+        """Tables visible at ``at`` (latest by default), in one catalog query."""
+        if conn is None:
+            with self.read() as c:
+                return self.tables(schema_name, at, c)
+        sql = (
+            "SELECT t.table_id, t.table_uuid, t.begin_snapshot, t.end_snapshot, t.schema_id, "
+            "t.table_name, t.path, t.path_is_relative, s.schema_name "
+            f"FROM {self.t('ducklake_table')} t JOIN {self.t('ducklake_schema')} s "
+            f"ON s.schema_id = t.schema_id AND {visible('s')} WHERE {visible('t')}"
+        )
+        params: dict[str, Any] = {"s": self._at(at, conn)}
+        if schema_name is not None:
+            sql += " AND s.schema_name = :n"
+            params["n"] = schema_name
+        rows = conn.execute(text(sql + " ORDER BY t.table_id"), params).all()
+        return [
+            TableInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8])
+            for r in rows
+        ]
+
+    def table(
+        self, schema_name: str, table_name: str, at: int | None = None,
+        conn: Connection | None = None,
+    ) -> TableInfo:
+        for table in self.tables(schema_name, at, conn):
+            if table.table_name == table_name:
+                return table
+        raise NotFoundError(
+            f"table {schema_name}.{table_name} does not exist in the lake"
+            + (f" at snapshot {at}" if at is not None else "")
+        )
+
+    def table_by_id(self, table_id: int, at: int, conn: Connection) -> TableInfo | None:
+        for table in self.tables(None, at, conn):
+            if table.table_id == table_id:
+                return table
+        return None
+
+    def views(
+        self, schema_name: str | None = None, at: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[ViewInfo]:
+        if conn is None:
+            with self.read() as c:
+                return self.views(schema_name, at, c)
+        sql = (
+            "SELECT v.view_id, v.view_uuid, v.begin_snapshot, v.end_snapshot, v.schema_id, "
+            "v.view_name, v.dialect, v.sql, v.column_aliases, s.schema_name "
+            f"FROM {self.t('ducklake_view')} v JOIN {self.t('ducklake_schema')} s "
+            f"ON s.schema_id = v.schema_id AND {visible('s')} WHERE {visible('v')}"
+        )
+        params: dict[str, Any] = {"s": self._at(at, conn)}
+        if schema_name is not None:
+            sql += " AND s.schema_name = :n"
+            params["n"] = schema_name
+        rows = conn.execute(text(sql + " ORDER BY v.view_id"), params).all()
+        return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9])
+                for r in rows]
+
+    def columns(
+        self, table_id: int, at: int | None = None, conn: Connection | None = None
+    ) -> list[ColumnInfo]:
+        """The top-level columns of a table at ``at``, each with its nested children."""
+        if conn is None:
+            with self.read() as c:
+                return self.columns(table_id, at, c)
+        rows = conn.execute(
+            text(f"SELECT * FROM {self.t('ducklake_column')} WHERE table_id = :t AND "
+                 f"{visible()} ORDER BY column_order, column_id"),
+            {"t": table_id, "s": self._at(at, conn)},
+        ).all()
+        return build_column_tree(rows)
+
+    def column_first_snapshots(self, table_id: int, conn: Connection) -> dict[int, int]:
+        """For each column id of a table, the snapshot in which the column first appeared."""
+        rows = conn.execute(
+            text(f"SELECT column_id, MIN(begin_snapshot) FROM {self.t('ducklake_column')} "
+                 "WHERE table_id = :t GROUP BY column_id"),
+            {"t": table_id},
+        ).all()
+        return {int(c): int(b) for c, b in rows}
+
+    def max_column_id(self, table_id: int, conn: Connection) -> int:
+        value = conn.execute(
+            text(f"SELECT MAX(column_id) FROM {self.t('ducklake_column')} WHERE table_id = :t"),
+            {"t": table_id},
+        ).scalar()
+        return int(value or 0)
+
+    # ------------------------------------------------------------------ files
+    def data_files(self, table_id: int, at: int, conn: Connection) -> list[DataFile]:
+        rows = conn.execute(
+            text(f"SELECT * FROM {self.t('ducklake_data_file')} WHERE table_id = :t AND "
+                 f"{visible()} ORDER BY data_file_id"),
+            {"t": table_id, "s": at},
+        ).all()
+        return [_data_file(r) for r in rows]
+
+    def delete_files(self, table_id: int, at: int, conn: Connection) -> dict[int, DeleteFile]:
+        """The delete file visible at ``at`` for each data file id (at most one each)."""
+        rows = conn.execute(
+            text(f"SELECT * FROM {self.t('ducklake_delete_file')} WHERE table_id = :t AND "
+                 f"{visible()} ORDER BY delete_file_id"),
+            {"t": table_id, "s": at},
+        ).all()
+        return {r[4]: _delete_file(r) for r in rows}
+
+    def inlined_data_tables(self, table_id: int, conn: Connection) -> list[InlinedDataTable]:
+        rows = conn.execute(
+            text(f"SELECT table_id, table_name, schema_version FROM "
+                 f"{self.t('ducklake_inlined_data_tables')} WHERE table_id = :t "
+                 "ORDER BY schema_version"),
+            {"t": table_id},
+        ).all()
+        return [InlinedDataTable(int(a), b, int(c)) for a, b, c in rows]
+
+    def has_table(self, name: str, conn: Connection) -> bool:
+        """Whether a catalog table (e.g. ``ducklake_inlined_delete_3``) exists."""
+        if self.dialect == "sqlite":
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"
+            params: dict[str, Any] = {"n": name}
+        else:
+            sql = ("SELECT 1 FROM information_schema.tables WHERE table_name = :n "
+                   "AND table_schema = :sch")
+            params = {"n": name, "sch": self.metadata_schema or "public"}
+        return conn.execute(text(sql), params).first() is not None
+
+    def name_mappings(self, mapping_ids: Sequence[int], conn: Connection) -> dict[int, list[NameMapping]]:
+        if not mapping_ids:
+            return {}
+        ids = sorted(set(mapping_ids))
+        placeholders = ", ".join(f":m{i}" for i in range(len(ids)))
+        rows = conn.execute(
+            text(f"SELECT mapping_id, column_id, source_name, target_field_id, parent_column, "
+                 f"is_partition FROM {self.t('ducklake_name_mapping')} "
+                 f"WHERE mapping_id IN ({placeholders}) ORDER BY mapping_id, column_id"),
+            {f"m{i}": v for i, v in enumerate(ids)},
+        ).all()
+        out: dict[int, list[NameMapping]] = {i: [] for i in ids}
+        for r in rows:
+            out[int(r[0])].append(
+                NameMapping(int(r[0]), int(r[1]), r[2], int(r[3]),
+                            None if r[4] is None else int(r[4]), bool(r[5]))
+            )
+        return out
+
+    def table_stats(self, table_id: int, conn: Connection) -> TableStats | None:
+        row = conn.execute(
+            text(f"SELECT table_id, record_count, next_row_id, file_size_bytes FROM "
+                 f"{self.t('ducklake_table_stats')} WHERE table_id = :t"),
+            {"t": table_id},
+        ).first()
+        return None if row is None else TableStats(*(int(v or 0) for v in row))
+
+    def table_column_stats(self, table_id: int, conn: Connection) -> dict[int, TableColumnStats]:
+        rows = conn.execute(
+            text(f"SELECT table_id, column_id, contains_null, contains_nan, min_value, max_value "
+                 f"FROM {self.t('ducklake_table_column_stats')} WHERE table_id = :t"),
+            {"t": table_id},
+        ).all()
+        return {
+            int(r[1]): TableColumnStats(int(r[0]), int(r[1]), to_bool(r[2]), to_bool(r[3]),
+                                        r[4], r[5])
+            for r in rows
+        }
+
+    def partition_spec(self, table_id: int, at: int, conn: Connection) -> PartitionSpec | None:
+        row = conn.execute(
+            text(f"SELECT partition_id FROM {self.t('ducklake_partition_info')} "
+                 f"WHERE table_id = :t AND {visible()}"),
+            {"t": table_id, "s": at},
+        ).first()
+        if row is None:
+            return None
+        cols = conn.execute(
+            text(f"SELECT partition_key_index, column_id, transform FROM "
+                 f"{self.t('ducklake_partition_column')} WHERE partition_id = :p AND "
+                 "table_id = :t ORDER BY partition_key_index"),
+            {"p": row[0], "t": table_id},
+        ).all()
+        if not cols:
+            return None
+        return PartitionSpec(int(row[0]), table_id,
+                             tuple(PartitionColumn(int(a), int(b), c) for a, b, c in cols))
+
+    # ------------------------------------------------------------------ options
+    def options(self, conn: Connection | None = None) -> list[tuple[str, str, str | None, int | None]]:
+        """Every ``ducklake_metadata`` row: ``(key, value, scope, scope_id)``."""
+        if conn is None:
+            with self.read() as c:
+                return self.options(c)
+        rows = conn.execute(
+            text(f"SELECT key, value, scope, scope_id FROM {self.t('ducklake_metadata')}")
+        ).all()
+        return [(r[0], r[1], r[2], None if r[3] is None else int(r[3])) for r in rows]
+
+    def option(
+        self, key: str, conn: Connection, schema_id: int | None = None,
+        table_id: int | None = None,
+    ) -> str | None:
+        """An option value with DuckLake's precedence: table, then schema, then global."""
+        found: dict[tuple[str | None, int | None], str] = {}
+        for k, value, scope, scope_id in self.options(conn):
+            if k == key:
+                found[(scope, scope_id)] = value
+        for scope_key in (("table", table_id), ("schema", schema_id), (None, None)):
+            if scope_key in found and (scope_key[0] is None or scope_key[1] is not None):
+                return found[scope_key]
+        return None
+
+    def inlining_row_limit(
+        self, conn: Connection, schema_id: int | None = None, table_id: int | None = None
+    ) -> int:
+        value = self.option("data_inlining_row_limit", conn, schema_id, table_id)
+        if value is not None:
+            return int(value)
+        if self.data_inlining_row_limit is not None:
+            return int(self.data_inlining_row_limit)
+        return DEFAULT_INLINING_ROW_LIMIT
+
+    def set_option(
+        self, key: str, value: Any, schema_id: int | None = None, table_id: int | None = None
+    ) -> None:
+        """Upsert an option at global, schema or table scope (no snapshot, as in DuckDB)."""
+        scope, scope_id = ("table", table_id) if table_id is not None else (
+            ("schema", schema_id) if schema_id is not None else (None, None)
+        )
+        text_value = str(value).lower() if isinstance(value, bool) else str(value)
+        with self.write() as conn:
+            if scope is None:
+                where, params = "scope IS NULL", {}
+            else:
+                where, params = "scope = :sc AND scope_id = :sid", {"sc": scope, "sid": scope_id}
+            updated = conn.execute(
+                text(f"UPDATE {self.t('ducklake_metadata')} SET value = :v WHERE key = :k AND "
+                     + where),
+                {"k": key, "v": text_value, **params},
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    text(f"INSERT INTO {self.t('ducklake_metadata')} (key, value, scope, "
+                         "scope_id) VALUES (:k, :v, :sc, :sid)"),
+                    {"k": key, "v": text_value, "sc": scope, "sid": scope_id},
+                )
+
+    # ------------------------------------------------------------------ paths
+    def schema_dir(self, schema: SchemaInfo) -> str:
+        return join_path(self.data_path, schema.path, schema.path_is_relative)
+
+    def table_dir(self, schema: SchemaInfo, table: TableInfo) -> str:
+        return join_path(self.schema_dir(schema), table.path, table.path_is_relative)
+
+    def file_path(self, table_dir: str, path: str, path_is_relative: bool) -> str:
+        return join_path(table_dir, path, path_is_relative)
+
+
+def join_path(base: str, path: str, relative: bool) -> str:
+    if not relative:
+        return path
+    return normalise_dir(base) + path
+
+
+def as_timestamp(value: datetime | str) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"cannot read {value!r} as a timestamp; use ISO 8601, e.g. 2026-01-31 12:00:00+00"
+        ) from exc
+
+
+def build_column_tree(rows: Sequence[Sequence[Any]]) -> list[ColumnInfo]:
+    """Assemble ``ducklake_column`` rows into top-level columns with nested children."""
+    nodes = [
+        ColumnInfo(
+            int(r[0]), int(r[1]), r[2], int(r[3]), int(r[4]), r[5], r[6], r[7], r[8],
+            bool(r[9]) if r[9] is not None else True, None if r[10] is None else int(r[10]),
+            r[11], r[12],
+        )
+        for r in rows
+    ]
+    by_parent: dict[int | None, list[ColumnInfo]] = {}
+    for node in nodes:
+        by_parent.setdefault(node.parent_column, []).append(node)
+
+    def attach(node: ColumnInfo) -> ColumnInfo:
+        kids = sorted(by_parent.get(node.column_id, []), key=lambda c: (c.column_order, c.column_id))
+        if not kids:
+            return node
+        from dataclasses import replace
+
+        return replace(node, children=tuple(attach(k) for k in kids))
+
+    return [attach(n) for n in by_parent.get(None, [])]
+
+
+def _data_file(r: Sequence[Any]) -> DataFile:
+    return DataFile(
+        int(r[0]), int(r[1]), int(r[2]), r[3], r[4], r[5], bool(r[6]), r[7], int(r[8]),
+        int(r[9]), r[10], None if r[11] is None else int(r[11]), r[12], r[13], r[14], r[15],
+    )
+
+
+def _delete_file(r: Sequence[Any]) -> DeleteFile:
+    return DeleteFile(
+        int(r[0]), int(r[1]), int(r[2]), r[3], int(r[4]), r[5], bool(r[6]), r[7], int(r[8]),
+        int(r[9]), r[10], r[11], r[12],
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__

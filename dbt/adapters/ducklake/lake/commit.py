@@ -1,0 +1,546 @@
+"""One DuckLake snapshot per commit: staged changes, fresh ids, conflict check and retry.
+
+A :class:`Transaction` records *what* to change (create a table, add data files, delete rows,
+...), not the ids. :meth:`Transaction.commit` then runs one catalog transaction that reads the
+latest snapshot, checks every snapshot committed since the transaction began against DuckLake's
+conflict table, allocates catalog ids, file ids and row ids, and writes the rows in the order
+DuckDB writes them (digest §2.2). A lost race on the snapshot id rolls back and retries with a
+growing, jittered wait; a logical conflict fails with :class:`CommitConflictError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from . import stats as lake_stats
+from .conflicts import find_conflict, quote_name
+from .errors import (
+    AlreadyExistsError,
+    CatalogConnectionError,
+    CommitConflictError,
+    CommitFailedError,
+    InvalidArgumentError,
+    NotFoundError,
+)
+from .models import ColumnInfo, FileColumnStats, Snapshot, TableInfo
+from .types import LakeType
+
+if TYPE_CHECKING:
+    from .catalog import Lake
+
+log = logging.getLogger("dbt.adapters.ducklake.lake")
+
+MAX_RETRY_COUNT_DEFAULT = 10
+RETRY_WAIT_MS_DEFAULT = 100
+RETRY_BACKOFF_DEFAULT = 1.5
+
+SAFE_DIR_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def uuid7() -> str:
+    """A UUIDv7 string (time-ordered), as DuckDB uses for file and table names."""
+    ms = int(time.time() * 1000)
+    rand = random.getrandbits(74)
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+def dir_name(name: str, fallback_uuid: str) -> str:
+    """A schema or table directory: the name itself when it is plain, else its UUID."""
+    return name if name and set(name) <= SAFE_DIR_NAME else fallback_uuid
+
+
+# ---------------------------------------------------------------------------------- specs
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column to create: its DuckLake type string, nullability, default and children."""
+
+    name: str
+    type: str
+    nulls_allowed: bool = True
+    children: tuple[ColumnSpec, ...] = ()
+    initial_default: str | None = None
+    default_value: str | None = None
+
+    def walk(self) -> list[ColumnSpec]:
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+
+@dataclass(frozen=True)
+class NameMappingSpec:
+    """One node of a file's name mapping: the file's field name for a table column id."""
+
+    source_name: str
+    column_id: int
+    children: tuple[NameMappingSpec, ...] = ()
+
+
+@dataclass
+class NewDataFile:
+    """A Parquet file already written under the table directory, to be registered."""
+
+    path: str  # relative to the table directory when path_is_relative
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    column_stats: list[FileColumnStats]
+    path_is_relative: bool = True
+    mapping: tuple[NameMappingSpec, ...] | None = None
+    row_id_start: int | None = None  # set to keep given row ids (flush, merge)
+    embeds_row_ids: bool = False  # file carries _ducklake_internal_row_id
+    begin_snapshot: int | None = None  # None: the committing snapshot
+    partial_max: int | None = None
+    partition_id: int | None = None
+    partition_values: list[tuple[int, str | None]] = field(default_factory=list)
+    counts_as_insert: bool = True  # False for compaction and flush (no stats advance)
+
+
+@dataclass
+class NewDeleteFile:
+    """A delete file for one data file; written by the caller once the snapshot id is known."""
+
+    data_file_id: int
+    path: str
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    begin_snapshot: int | None = None
+    partial_max: int | None = None
+    path_is_relative: bool = True
+
+
+# ---------------------------------------------------------------------------------- context
+@dataclass
+class CommitContext:
+    """The state of one commit attempt: the open connection and the ids being allocated."""
+
+    lake: Lake
+    conn: Connection
+    base: Snapshot
+    latest: Snapshot
+    snapshot_id: int
+    schema_version: int
+    next_catalog_id: int
+    next_file_id: int
+    now: datetime
+    changes: list[tuple[int, str]] = field(default_factory=list)
+    structural: bool = False
+    table_ids: dict[str, int] = field(default_factory=dict)
+    schema_ids: dict[str, int] = field(default_factory=dict)
+    schema_version_rows: list[int] = field(default_factory=list)
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    on_failure: list[Callable[[], None]] = field(default_factory=list)
+
+    def exec(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        return self.conn.execute(text(sql), params or {})
+
+    def t(self, name: str) -> str:
+        return self.lake.t(name)
+
+    def catalog_id(self) -> int:
+        value = self.next_catalog_id
+        self.next_catalog_id += 1
+        return value
+
+    def file_id(self) -> int:
+        value = self.next_file_id
+        self.next_file_id += 1
+        return value
+
+    def change(self, order: int, token: str) -> None:
+        if (order, token) not in self.changes:
+            self.changes.append((order, token))
+
+    def bump_schema(self) -> None:
+        if not self.structural:
+            self.structural = True
+            self.schema_version += 1
+
+    def resolve_table(self, ref: TableRef) -> TableInfo:
+        if ref.table_id is not None:
+            table = self.lake.table_by_id(ref.table_id, self.latest.snapshot_id, self.conn)
+            if table is None and ref.table_id in self.table_ids.values():
+                table = self.lake.table_by_id(ref.table_id, self.snapshot_id, self.conn)
+            if table is None:
+                raise NotFoundError(f"table id {ref.table_id} no longer exists in the lake")
+            return table
+        key = f"{ref.schema_name}.{ref.table_name}"
+        if key in self.table_ids:
+            found = self.lake.table_by_id(self.table_ids[key], self.snapshot_id, self.conn)
+            assert found is not None
+            return found
+        assert ref.schema_name is not None and ref.table_name is not None
+        return self.lake.table(ref.schema_name, ref.table_name, self.latest.snapshot_id,
+                               self.conn)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table by id, or by name when it is created in the same transaction."""
+
+    table_id: int | None = None
+    schema_name: str | None = None
+    table_name: str | None = None
+
+
+# Order of change tokens as DuckDB writes them (digest §2.4).
+ORDER = {
+    "dropped_schema": 0, "dropped_table": 1, "dropped_view": 2, "created_schema": 3,
+    "created_table": 4, "created_view": 4, "inserted_into_table": 7, "deleted_from_table": 8,
+    "altered_table": 9, "altered_view": 10, "inlined_insert": 11, "inlined_delete": 12,
+    "inline_flush": 13, "merge_adjacent": 14, "rewrite_delete": 15,
+}
+
+Op = Callable[[CommitContext], None]
+
+
+class Transaction:
+    """Staged changes that become exactly one DuckLake snapshot when committed."""
+
+    def __init__(self, lake: Lake, base: Snapshot | None = None) -> None:
+        self.lake = lake
+        self.base = base or lake.latest_snapshot()
+        self._ops: list[tuple[int, Op]] = []
+        self._tokens: list[str] = []  # the kinds of change, for the conflict check
+        self._touched_data_files: set[int] = set()
+        self.files_written: list[str] = []  # absolute paths to remove if the commit fails
+        self.result: Snapshot | None = None
+
+    # ------------------------------------------------------------------ staging API
+    def add(self, phase: int, op: Op, *tokens: str) -> None:
+        """Stage an operation. Phases follow DuckDB's batch order (digest §2.2)."""
+        self._ops.append((phase, op))
+        self._tokens.extend(tokens)
+
+    def touch_data_files(self, ids: Sequence[int]) -> None:
+        self._touched_data_files.update(ids)
+
+    @property
+    def empty(self) -> bool:
+        return not self._ops
+
+    # ------------------------------------------------------------------ commit
+    def commit(
+        self,
+        author: str | None = None,
+        commit_message: str | None = None,
+        commit_extra_info: str | dict[str, Any] | None = None,
+        max_retry_count: int = MAX_RETRY_COUNT_DEFAULT,
+        retry_wait_ms: float = RETRY_WAIT_MS_DEFAULT,
+        retry_backoff: float = RETRY_BACKOFF_DEFAULT,
+    ) -> Snapshot:
+        """Write one snapshot; retry lost snapshot-id races; fail on logical conflicts."""
+        if isinstance(commit_extra_info, dict):
+            commit_extra_info = json.dumps(commit_extra_info, sort_keys=True, default=str)
+        attempt = 0
+        while True:
+            try:
+                snapshot = self._attempt(author, commit_message, commit_extra_info)
+            except (IntegrityError, OperationalError) as exc:
+                if not _retryable(exc) or attempt >= max_retry_count:
+                    self.discard_files()
+                    if _retryable(exc):
+                        raise CommitFailedError(
+                            f"could not commit after {attempt + 1} attempts because other "
+                            f"writers kept committing first ({_first_line(exc)}); the lake is "
+                            "unchanged. Retry later or raise max_retry_count."
+                        ) from exc
+                    raise CommitFailedError(
+                        f"the catalog rejected the commit: {_first_line(exc)}; the lake is "
+                        "unchanged"
+                    ) from exc
+                wait = retry_wait_ms * random.uniform(0.5, 1.0) * retry_backoff**attempt
+                log.debug("commit attempt %d lost a race (%s); retrying in %.0f ms",
+                          attempt, _first_line(exc), wait)
+                time.sleep(wait / 1000.0)
+                attempt += 1
+                continue
+            except (CommitConflictError, AlreadyExistsError, NotFoundError,
+                    InvalidArgumentError):
+                self.discard_files()
+                raise
+            except DBAPIError as exc:
+                self.discard_files()
+                raise CatalogConnectionError(
+                    f"the catalog failed during the commit: {_first_line(exc)}; nothing was "
+                    "committed"
+                ) from exc
+            except BaseException:
+                self.discard_files()
+                raise
+            self.result = snapshot
+            return snapshot
+
+    def discard_files(self) -> None:
+        """Remove files written for a commit that certainly did not land."""
+        from .files import remove_file
+
+        for path in self.files_written:
+            remove_file(path)
+        self.files_written.clear()
+
+    def _attempt(
+        self, author: str | None, message: str | None, extra: str | None
+    ) -> Snapshot:
+        lake = self.lake
+        with lake.write() as conn:
+            latest = lake.latest_snapshot(conn)
+            if latest.snapshot_id != self.base.snapshot_id:
+                self._check_conflicts(conn, latest)
+            now = datetime.now(timezone.utc)
+            ctx = CommitContext(
+                lake=lake, conn=conn, base=self.base, latest=latest,
+                snapshot_id=latest.snapshot_id + 1, schema_version=latest.schema_version,
+                next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
+                now=now,
+            )
+            # Claim the snapshot id first, as DuckDB does, so a racing writer fails early.
+            ctx.exec(
+                f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:sid, :t, :sv, :nc, :nf)",
+                {"sid": ctx.snapshot_id, "t": lake.encode_time(now), "sv": latest.schema_version,
+                 "nc": latest.next_catalog_id, "nf": latest.next_file_id},
+            )
+            try:
+                for _, op in sorted(self._ops, key=lambda item: item[0]):
+                    op(ctx)
+            except BaseException:
+                for undo in ctx.on_failure:
+                    undo()
+                raise
+            for tid in ctx.schema_version_rows:
+                ctx.exec(
+                    f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:s, :v, :t)",
+                    {"s": ctx.snapshot_id, "v": ctx.schema_version, "t": tid},
+                )
+            ctx.exec(
+                f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :sv, "
+                "next_catalog_id = :nc, next_file_id = :nf WHERE snapshot_id = :sid",
+                {"sv": ctx.schema_version, "nc": ctx.next_catalog_id, "nf": ctx.next_file_id,
+                 "sid": ctx.snapshot_id},
+            )
+            changes = ",".join(t for _, t in sorted(ctx.changes, key=lambda c: c[0])) or None
+            ctx.exec(
+                f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES "
+                "(:sid, :c, :a, :m, :e)",
+                {"sid": ctx.snapshot_id, "c": changes, "a": author, "m": message, "e": extra},
+            )
+        for hook in ctx.after_commit:
+            hook()
+        return Snapshot(ctx.snapshot_id, now, ctx.schema_version, ctx.next_catalog_id,
+                        ctx.next_file_id, changes, author, message, extra)
+
+    def _check_conflicts(self, conn: Connection, latest: Snapshot) -> None:
+        lake = self.lake
+        rows = conn.execute(
+            text(f"SELECT changes_made FROM {lake.t('ducklake_snapshot_changes')} "
+                 "WHERE snapshot_id > :b"),
+            {"b": self.base.snapshot_id},
+        ).all()
+        theirs: list[str] = []
+        from .models import split_changes
+
+        for (changes,) in rows:
+            theirs.extend(split_changes(changes))
+        schema_ids = {s.schema_name: s.schema_id for s in lake.schemas(self.base.snapshot_id,
+                                                                       conn)}
+        message = find_conflict(self._tokens, theirs, schema_ids)
+        if message is None and self._touched_data_files:
+            message = self._data_file_overlap(conn)
+        if message:
+            raise CommitConflictError(
+                f"commit conflict: {message} (this transaction started at snapshot "
+                f"{self.base.snapshot_id}; the lake is now at {latest.snapshot_id}). Nothing "
+                "was committed; rerun the statement."
+            )
+
+    def _data_file_overlap(self, conn: Connection) -> str | None:
+        ids = sorted(self._touched_data_files)
+        params = {f"d{i}": v for i, v in enumerate(ids)}
+        marks = ", ".join(f":d{i}" for i in range(len(ids)))
+        params["b"] = self.base.snapshot_id
+        lake = self.lake
+        row = conn.execute(
+            text(f"SELECT data_file_id FROM {lake.t('ducklake_delete_file')} WHERE "
+                 f"data_file_id IN ({marks}) AND begin_snapshot > :b LIMIT 1"),
+            params,
+        ).first()
+        if row is None:
+            row = conn.execute(
+                text(f"SELECT data_file_id FROM {lake.t('ducklake_data_file')} WHERE "
+                     f"data_file_id IN ({marks}) AND end_snapshot IS NOT NULL "
+                     "AND end_snapshot > :b LIMIT 1"),
+                params,
+            ).first()
+        if row is None:
+            return None
+        return f"another transaction deleted rows from the same data file (id {row[0]})"
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _retryable(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return any(word in msg for word in ("primary key", "unique", "conflict", "concurrent",
+                                        "database is locked", "duplicate key",
+                                        "could not serialize"))
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    s = str(orig).strip()
+    return s.splitlines()[0] if s else type(orig).__name__
+
+
+def insert_rows(ctx: CommitContext, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    cols = list(rows[0])
+    names = ", ".join(f'"{c}"' for c in cols)
+    marks = ", ".join(f":{c}" for c in cols)
+    ctx.conn.execute(text(f"INSERT INTO {ctx.t(table)} ({names}) VALUES ({marks})"), list(rows))
+
+
+def column_rows(
+    ctx: CommitContext, table_id: int, specs: Sequence[ColumnSpec], first_id: int,
+    parent: int | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """``ducklake_column`` rows for new columns, ids assigned depth-first, parents first."""
+    rows: list[dict[str, Any]] = []
+    next_id = first_id
+    for spec in specs:
+        column_id = next_id
+        next_id += 1
+        nested = LakeType.parse(spec.type).nested
+        rows.append({
+            "column_id": column_id, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None,
+            "table_id": table_id, "column_order": column_id, "column_name": spec.name,
+            "column_type": spec.type, "initial_default": spec.initial_default,
+            "default_value": spec.default_value if spec.default_value is not None else "NULL",
+            "nulls_allowed": spec.nulls_allowed, "parent_column": parent,
+            "default_value_type": "" if nested else "literal",
+            "default_value_dialect": "duckdb",
+        })
+        child_rows, next_id = column_rows(ctx, table_id, spec.children, next_id, column_id)
+        rows.extend(child_rows)
+    return rows, next_id
+
+
+def leaf_ids(columns: Sequence[ColumnInfo]) -> list[tuple[int, LakeType]]:
+    out: list[tuple[int, LakeType]] = []
+    for col in columns:
+        for node in col.walk():
+            if not node.children and not node.type.nested:
+                out.append((node.column_id, node.type))
+    return out
+
+
+def _had_values(ctx: CommitContext, table_id: int, column_id: int) -> bool | None:
+    """Whether a column of a table held any non-NULL value before this commit.
+
+    Decides whether a NULL table-level bound means "no values yet" or "unknown".
+    """
+    row = ctx.exec(
+        f"SELECT 1 FROM {ctx.t('ducklake_file_column_stats')} WHERE table_id = :t AND "
+        "column_id = :c AND (value_count IS NULL OR value_count > 0) LIMIT 1",
+        {"t": table_id, "c": column_id}).first()
+    if row is not None:
+        return True
+    if ctx.lake.inlined_data_tables(table_id, ctx.conn):
+        return None  # inlined values may exist; their bounds are unknown here
+    return False
+
+
+def update_table_stats(
+    ctx: CommitContext,
+    table: TableInfo,
+    columns: Sequence[ColumnInfo],
+    added_rows: int,
+    added_bytes: int,
+    row_id_advance: int,
+    file_stats: Sequence[FileColumnStats],
+    inlined_stats: Sequence[FileColumnStats] = (),
+) -> int:
+    """Advance ``ducklake_table_stats`` and widen ``ducklake_table_column_stats``.
+
+    Returns the table's ``next_row_id`` before this change (the first row id to allocate).
+    """
+    lake = ctx.lake
+    current = lake.table_stats(table.table_id, ctx.conn)
+    types = dict(leaf_ids(columns))
+    merged: dict[int, Any] = {}
+    existing = lake.table_column_stats(table.table_id, ctx.conn) if current else {}
+    for stats in list(file_stats) + list(inlined_stats):
+        if stats.column_id not in types:
+            continue
+        base = merged.get(stats.column_id, existing.get(stats.column_id))
+        if current is not None and stats.column_id not in existing:
+            continue  # columns added after the first data commit never get a row (DuckDB)
+        had = None
+        if base is not None and (base.min_value is None or base.max_value is None):
+            had = _had_values(ctx, table.table_id, stats.column_id)
+        merged[stats.column_id] = lake_stats.widen_table_column_stats(
+            base, table.table_id, stats.column_id, stats, types[stats.column_id],
+            had_values=had if base is not None else False,
+        )
+    if current is None:
+        ctx.exec(
+            f"INSERT INTO {ctx.t('ducklake_table_stats')} VALUES (:t, :r, :n, :b)",
+            {"t": table.table_id, "r": added_rows, "n": row_id_advance, "b": added_bytes},
+        )
+        rows = []
+        for column_id, _ in leaf_ids(columns):
+            s = merged.get(column_id)
+            rows.append({
+                "table_id": table.table_id, "column_id": column_id,
+                "contains_null": s.contains_null if s else None,
+                "contains_nan": s.contains_nan if s else None,
+                "min_value": s.min_value if s else None, "max_value": s.max_value if s else None,
+                "extra_stats": None,
+            })
+        insert_rows(ctx, "ducklake_table_column_stats", rows)
+        return 0
+    ctx.exec(
+        f"UPDATE {ctx.t('ducklake_table_stats')} SET record_count = record_count + :r, "
+        "next_row_id = next_row_id + :n, file_size_bytes = file_size_bytes + :b "
+        "WHERE table_id = :t",
+        {"t": table.table_id, "r": added_rows, "n": row_id_advance, "b": added_bytes},
+    )
+    for column_id, s in merged.items():
+        ctx.exec(
+            f"UPDATE {ctx.t('ducklake_table_column_stats')} SET contains_null = :cn, "
+            "contains_nan = :nan, min_value = :mn, max_value = :mx "
+            "WHERE table_id = :t AND column_id = :c",
+            {"cn": s.contains_null, "nan": s.contains_nan, "mn": s.min_value,
+             "mx": s.max_value, "t": table.table_id, "c": column_id},
+        )
+    return current.next_row_id
+
+
+__all__ = [
+    "ColumnSpec",
+    "CommitContext",
+    "NameMappingSpec",
+    "NewDataFile",
+    "NewDeleteFile",
+    "TableRef",
+    "Transaction",
+    "quote_name",
+    "uuid7",
+]

@@ -1,0 +1,121 @@
+"""Turning a catalog string into a SQLAlchemy engine.
+
+Accepted forms, so users can paste what they already pass to DuckDB's ``ATTACH``:
+
+* SQLAlchemy URLs: ``sqlite:///path/catalog.sqlite``, ``postgresql+psycopg://user@host/db``
+  (``postgresql://`` and ``postgres://`` are read as psycopg 3).
+* DuckDB strings: ``sqlite:path/catalog.sqlite``, ``postgres:dbname=lake host=localhost``,
+  optionally prefixed with ``ducklake:``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from .errors import CatalogConnectionError
+
+ACCEPTED_FORMS = (
+    "sqlite:///path/to/catalog.sqlite, sqlite:path/to/catalog.sqlite, "
+    "postgresql+psycopg://user@host:5432/db, postgres:dbname=db host=localhost"
+)
+
+WRITE_OPTION = "ducklake_write"
+"""Execution option marking a connection whose transaction takes SQLite's write lock up front."""
+
+
+@dataclass(frozen=True)
+class CatalogTarget:
+    """A parsed catalog string: the SQLAlchemy URL and driver arguments."""
+
+    url: str
+    dialect: str  # "sqlite" or "postgresql"
+    connect_args: dict[str, Any]
+    display: str  # safe to print: no password
+
+    @property
+    def sqlite_path(self) -> str | None:
+        if self.dialect != "sqlite":
+            return None
+        return make_url(self.url).database
+
+
+def parse_catalog(catalog: str, base_dir: str | None = None) -> CatalogTarget:
+    """Parse a catalog string; relative SQLite paths resolve against ``base_dir`` (or cwd)."""
+    text = catalog.strip()
+    if text.startswith("ducklake:"):
+        text = text[len("ducklake:") :]
+    base = base_dir or os.getcwd()
+    if text.startswith("sqlite:"):
+        rest = text[len("sqlite:") :]
+        path = rest[3:] if rest.startswith("///") else rest
+        if rest.startswith("//") and not rest.startswith("///"):
+            raise CatalogConnectionError(
+                f"catalog {catalog!r}: a SQLite URL has three slashes (sqlite:///path)"
+            )
+        if not path or path == ":memory:":
+            raise CatalogConnectionError(
+                f"catalog {catalog!r}: a SQLite catalog needs a file path "
+                "(sqlite:///path/to/catalog.sqlite); an in-memory catalog cannot be shared"
+            )
+        path = os.path.abspath(os.path.join(base, os.path.expanduser(path)))
+        return CatalogTarget(f"sqlite:///{path}", "sqlite", {"timeout": 60.0}, f"sqlite:{path}")
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if text.startswith(prefix):
+            url = make_url("postgresql+psycopg://" + text[len(prefix) :])
+            return CatalogTarget(
+                url.render_as_string(hide_password=False),
+                "postgresql",
+                {},
+                url.render_as_string(hide_password=True),
+            )
+    if text.startswith("postgres:") or text.startswith("postgresql:"):
+        from psycopg.conninfo import conninfo_to_dict
+
+        conninfo = text.split(":", 1)[1]
+        try:
+            args = conninfo_to_dict(conninfo)
+        except Exception as exc:  # psycopg.ProgrammingError on malformed strings
+            raise CatalogConnectionError(
+                f"catalog {catalog!r}: cannot parse the libpq connection string: {exc}"
+            ) from exc
+        shown = " ".join(f"{k}={v}" for k, v in args.items() if k != "password")
+        return CatalogTarget("postgresql+psycopg://", "postgresql", dict(args), f"postgres:{shown}")
+    scheme = text.split(":", 1)[0] if ":" in text else text
+    raise CatalogConnectionError(
+        f"catalog {catalog!r}: unknown catalog scheme {scheme!r}; use one of {ACCEPTED_FORMS}"
+    )
+
+
+def make_engine(target: CatalogTarget) -> Engine:
+    """An engine whose transactions are explicit on both backends.
+
+    On SQLite the driver's own transaction handling is switched off so that a commit can take
+    the write lock with ``BEGIN IMMEDIATE`` before reading the latest snapshot: two writers then
+    queue on the lock instead of failing on a lock upgrade.
+    """
+    if target.dialect == "sqlite":
+        engine = create_engine(target.url, connect_args=target.connect_args, poolclass=NullPool)
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            write = conn.get_execution_options().get(WRITE_OPTION, False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+        return engine
+    return create_engine(
+        target.url,
+        connect_args=target.connect_args,
+        pool_pre_ping=True,
+        pool_size=2,
+        max_overflow=8,
+    )

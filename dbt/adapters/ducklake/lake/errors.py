@@ -1,0 +1,51 @@
+"""Every error the lake raises. One module, one suffix, messages that name the fix."""
+
+from __future__ import annotations
+
+
+class DuckLakeError(Exception):
+    """Base class for errors raised by the DuckLake client."""
+
+
+class CatalogConnectionError(DuckLakeError):
+    """The catalog database cannot be reached or the catalog string is not understood."""
+
+
+class FormatVersionError(DuckLakeError):
+    """The lake was written in a DuckLake format this client does not speak."""
+
+
+class SnapshotNotFoundError(DuckLakeError):
+    """No snapshot matches the requested version or timestamp (unknown or expired)."""
+
+
+class NotFoundError(DuckLakeError):
+    """A schema, table, view or column does not exist at the snapshot read."""
+
+
+class AlreadyExistsError(DuckLakeError):
+    """A schema, table or view with that name already exists."""
+
+
+class UnsupportedTypeError(DuckLakeError):
+    """A column type cannot be stored in DuckLake or held by Spark."""
+
+
+class SchemaMismatchError(DuckLakeError):
+    """Data written to a table does not match its columns."""
+
+
+class CommitConflictError(DuckLakeError):
+    """A concurrent commit changed what this commit depends on; it was not applied."""
+
+
+class CommitFailedError(DuckLakeError):
+    """The commit could not be applied after all retries; the lake is unchanged."""
+
+
+class DataFileError(DuckLakeError):
+    """A data or delete file is missing, truncated or corrupt."""
+
+
+class InvalidArgumentError(DuckLakeError):
+    """A caller passed a value the lake does not accept."""

@@ -1,0 +1,117 @@
+"""File system access for the lake's data path: local paths and anything pyarrow can reach.
+
+Only the driver uses this: to read Parquet footers, to write the small delete files whose
+snapshot ids are known only at commit time, and to remove files of failed commits.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .errors import DataFileError
+
+
+def strip_scheme(path: str) -> str:
+    """``file:/x`` and ``file:///x`` -> ``/x``; other URLs are kept."""
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    if path.startswith("file:"):
+        return path[len("file:") :]
+    return path
+
+
+def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    path = strip_scheme(path)
+    if "://" in path:
+        fs, inner = pafs.FileSystem.from_uri(path)
+        return fs, inner
+    return pafs.LocalFileSystem(), path
+
+
+def makedirs(path: str) -> None:
+    fs, inner = filesystem(path)
+    fs.create_dir(inner, recursive=True)
+
+
+def remove_file(path: str) -> None:
+    fs, inner = filesystem(path)
+    try:
+        fs.delete_file(inner)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass
+
+
+def remove_dir(path: str) -> None:
+    fs, inner = filesystem(path)
+    try:
+        fs.delete_dir(inner)
+    except (FileNotFoundError, OSError):
+        pass
+
+
+def file_size(path: str) -> int:
+    fs, inner = filesystem(path)
+    info = fs.get_file_info(inner)
+    if info.type != pafs.FileType.File:
+        raise DataFileError(f"data file {path} does not exist")
+    return int(info.size)
+
+
+def read_footer(path: str) -> tuple[pq.FileMetaData, int, int]:
+    """A Parquet file's metadata, exact size and footer length (Thrift length, no magic)."""
+    fs, inner = filesystem(path)
+    try:
+        with fs.open_input_file(inner) as handle:
+            size = handle.size()
+            if size < 12:
+                raise DataFileError(f"Parquet file {path} is truncated ({size} bytes)")
+            handle.seek(size - 8)
+            tail = handle.read(8)
+            if tail[4:] != b"PAR1":
+                raise DataFileError(f"{path} is not a Parquet file (no PAR1 footer magic)")
+            footer_size = struct.unpack("<I", tail[:4])[0]
+            metadata = pq.ParquetFile(handle).metadata
+    except DataFileError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise DataFileError(f"cannot read the Parquet footer of {path}: {exc}") from exc
+    return metadata, size, footer_size
+
+
+def write_table(path: str, table: pa.Table) -> tuple[int, int]:
+    """Write a small Parquet file (delete files); returns (file size, footer size)."""
+    fs, inner = filesystem(path)
+    fs.create_dir(os.path.dirname(inner), recursive=True)
+    with fs.open_output_stream(inner) as out:
+        pq.write_table(table, out, compression="snappy")
+    _, size, footer = read_footer(path)
+    return size, footer
+
+
+def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
+    fs, inner = filesystem(path)
+    try:
+        return pq.read_table(inner, filesystem=fs, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise DataFileError(f"cannot read Parquet file {path}: {exc}") from exc
+
+
+def list_files(path: str) -> list[str]:
+    """All files below a directory, as full paths (empty when it does not exist)."""
+    fs, inner = filesystem(path)
+    selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)
+    prefix = strip_scheme(path)[: len(strip_scheme(path)) - len(inner)] if "://" in path else ""
+    return [prefix + info.path for info in fs.get_file_info(selector)
+            if info.type == pafs.FileType.File]
+
+
+def is_local(path: str) -> bool:
+    return "://" not in strip_scheme(path) and not urlparse(path).scheme[1:]

@@ -1,0 +1,222 @@
+"""Frozen rows of the DuckLake catalog, named and typed as the ``ducklake_*`` tables are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .types import LakeType
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A ``ducklake_snapshot`` row joined with its ``ducklake_snapshot_changes`` row."""
+
+    snapshot_id: int
+    snapshot_time: datetime
+    schema_version: int
+    next_catalog_id: int
+    next_file_id: int
+    changes_made: str | None = None
+    author: str | None = None
+    commit_message: str | None = None
+    commit_extra_info: str | None = None
+
+    @property
+    def changes(self) -> list[str]:
+        """The ``changes_made`` tokens, e.g. ``['inserted_into_table:3']``."""
+        return split_changes(self.changes_made)
+
+
+def split_changes(changes_made: str | None) -> list[str]:
+    """Split a ``changes_made`` string on the commas that separate tokens.
+
+    Names are double-quoted with ``""`` escaping and may contain commas themselves.
+    """
+    if not changes_made:
+        return []
+    tokens: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for ch in changes_made:
+        if ch == '"':
+            quoted = not quoted
+        if ch == "," and not quoted:
+            tokens.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    tokens.append("".join(current))
+    return tokens
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    schema_id: int
+    schema_uuid: str
+    begin_snapshot: int
+    end_snapshot: int | None
+    schema_name: str
+    path: str
+    path_is_relative: bool
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    table_id: int
+    table_uuid: str
+    begin_snapshot: int
+    end_snapshot: int | None
+    schema_id: int
+    table_name: str
+    path: str
+    path_is_relative: bool
+    schema_name: str = ""
+
+
+@dataclass(frozen=True)
+class ViewInfo:
+    view_id: int
+    view_uuid: str
+    begin_snapshot: int
+    end_snapshot: int | None
+    schema_id: int
+    view_name: str
+    dialect: str
+    sql: str
+    column_aliases: str
+    schema_name: str = ""
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A ``ducklake_column`` row; ``children`` holds the nested nodes of struct, list and map."""
+
+    column_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    table_id: int
+    column_order: int
+    column_name: str
+    column_type: str
+    initial_default: str | None
+    default_value: str | None
+    nulls_allowed: bool
+    parent_column: int | None
+    default_value_type: str | None = None
+    default_value_dialect: str | None = None
+    children: tuple[ColumnInfo, ...] = field(default=(), compare=False)
+
+    @property
+    def type(self) -> LakeType:
+        return LakeType.parse(self.column_type)
+
+    def walk(self) -> list[ColumnInfo]:
+        """This node and all its descendants, parents before children (DuckLake id order)."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+
+@dataclass(frozen=True)
+class DataFile:
+    data_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    file_order: int | None
+    path: str
+    path_is_relative: bool
+    file_format: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    row_id_start: int | None
+    partition_id: int | None
+    encryption_key: str | None
+    mapping_id: int | None
+    partial_max: int | None
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    delete_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    data_file_id: int
+    path: str
+    path_is_relative: bool
+    format: str
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    encryption_key: str | None
+    partial_max: int | None
+
+
+@dataclass(frozen=True)
+class FileColumnStats:
+    """Statistics of one leaf column in one Parquet file, min/max in DuckDB's text encoding."""
+
+    column_id: int
+    column_size_bytes: int | None
+    value_count: int | None
+    null_count: int | None
+    min_value: str | None
+    max_value: str | None
+    contains_nan: bool | None
+
+
+@dataclass(frozen=True)
+class TableStats:
+    table_id: int
+    record_count: int
+    next_row_id: int
+    file_size_bytes: int
+
+
+@dataclass(frozen=True)
+class TableColumnStats:
+    table_id: int
+    column_id: int
+    contains_null: bool | None
+    contains_nan: bool | None
+    min_value: str | None
+    max_value: str | None
+
+
+@dataclass(frozen=True)
+class InlinedDataTable:
+    """A registered ``ducklake_inlined_data_{table_id}_{schema_version}`` table."""
+
+    table_id: int
+    table_name: str
+    schema_version: int
+
+
+@dataclass(frozen=True)
+class NameMapping:
+    """One ``ducklake_name_mapping`` row: a source name in a file mapped to a column id."""
+
+    mapping_id: int
+    column_id: int
+    source_name: str
+    target_field_id: int
+    parent_column: int | None
+    is_partition: bool
+
+
+@dataclass(frozen=True)
+class PartitionColumn:
+    partition_key_index: int
+    column_id: int
+    transform: str
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    partition_id: int
+    table_id: int
+    columns: tuple[PartitionColumn, ...]

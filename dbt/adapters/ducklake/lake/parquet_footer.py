@@ -1,0 +1,345 @@
+"""Give Spark-written Parquet files the field ids DuckDB's ``ducklake`` extension maps columns by.
+
+DuckDB reads a lake data file by matching Parquet ``field_id`` s to DuckLake column ids. Spark
+4.x writes ids on top-level columns and struct children only, never on the ``element`` node of
+a list or the ``key``/``value`` nodes of a map, so DuckDB reads list elements as NULL and fails
+on maps. :func:`set_field_ids` repairs a finished file by rewriting only its footer::
+
+    PAR1 | column chunks, page indexes, bloom filters | FileMetaData | len (u32 LE) | PAR1
+
+Everything before ``FileMetaData`` stays byte-identical. That is safe because every offset in
+the footer (data/dictionary pages, column/offset indexes, bloom filters) is absolute from the
+start of the file and points *before* the footer, so a footer of a different length can replace
+the old one in place.
+
+The footer is Thrift (compact protocol). Instead of a schema-bound Thrift binding (none ships
+with pyarrow, and a binding would drop fields it does not know), the tiny codec below decodes
+any struct to a generic tree of ``(field id, type, value)`` and encodes it back canonically --
+which is what parquet-java and parquet-cpp emit, so an unchanged footer re-encodes to the very
+same bytes (``tests/unit/test_parquet_footer.py`` checks this on real footers). Unknown and
+future fields, ``key_value_metadata``, statistics etc. therefore survive untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MAGIC = b"PAR1"
+
+# Thrift compact protocol type ids (inside a struct field header, 1/2 also carry a bool value).
+T_TRUE, T_FALSE, T_BYTE, T_I16, T_I32, T_I64, T_DOUBLE, T_BINARY = 1, 2, 3, 4, 5, 6, 7, 8
+T_LIST, T_SET, T_MAP, T_STRUCT = 9, 10, 11, 12
+_BOOLS = (T_TRUE, T_FALSE)
+
+# parquet.thrift field ids used here.
+FILE_META_SCHEMA = 2  # FileMetaData.schema: list<SchemaElement>, depth-first pre-order
+FILE_META_ENCRYPTION = 8  # FileMetaData.encryption_algorithm (signed plaintext footer)
+SCHEMA_NAME = 4  # SchemaElement.name: string
+SCHEMA_NUM_CHILDREN = 5  # SchemaElement.num_children: i32, absent on leaves
+SCHEMA_FIELD_ID = 9  # SchemaElement.field_id: i32
+
+
+@dataclass
+class TList:
+    """A Thrift list or set: the element type is kept so that empty lists round-trip too."""
+
+    etype: int
+    items: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class TMap:
+    """A Thrift map; key/value types are 0 for an empty map (its encoding carries none)."""
+
+    ktype: int
+    vtype: int
+    items: list[tuple[Any, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TField:
+    """One struct field. ``value`` is bool, int, bytes (binary; raw 8 bytes for double),
+    :class:`TList`, :class:`TMap` or :class:`TStruct` depending on ``ttype``."""
+
+    fid: int
+    ttype: int
+    value: Any
+
+
+@dataclass
+class TStruct:
+    """A decoded Thrift struct in wire order, so that re-encoding reproduces the input."""
+
+    fields: list[TField] = field(default_factory=list)
+
+    def get(self, fid: int) -> TField | None:
+        return next((f for f in self.fields if f.fid == fid), None)
+
+    def set(self, fid: int, ttype: int, value: Any) -> None:
+        """Replace field ``fid`` or insert it before the first higher id (Thrift's order)."""
+        for i, f in enumerate(self.fields):
+            if f.fid == fid:
+                self.fields[i] = TField(fid, ttype, value)
+                return
+            if f.fid > fid:
+                self.fields.insert(i, TField(fid, ttype, value))
+                return
+        self.fields.append(TField(fid, ttype, value))
+
+
+def _unzigzag(n: int) -> int:
+    return (n >> 1) ^ -(n & 1)
+
+
+def _zigzag(n: int) -> int:
+    return n << 1 if n >= 0 else ((-n) << 1) - 1
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.buf = memoryview(data)
+        self.pos = 0
+
+    def byte(self) -> int:
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ValueError("truncated Thrift data")
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def varint(self) -> int:
+        result = shift = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+
+    def struct(self) -> TStruct:
+        fields: list[TField] = []
+        last = 0
+        while True:
+            head = self.byte()
+            if head == 0:
+                return TStruct(fields)
+            ttype, delta = head & 0x0F, head >> 4
+            fid = last + delta if delta else _unzigzag(self.varint())
+            value = ttype == T_TRUE if ttype in _BOOLS else self.value(ttype)
+            fields.append(TField(fid, ttype, value))
+            last = fid
+
+    def value(self, ttype: int) -> Any:
+        if ttype in _BOOLS:  # only inside a list/set/map: one byte, 1 = true
+            return self.byte() == T_TRUE
+        if ttype == T_BYTE:
+            b = self.byte()
+            return b - 256 if b > 127 else b
+        if ttype in (T_I16, T_I32, T_I64):
+            return _unzigzag(self.varint())
+        if ttype == T_DOUBLE:
+            return self.take(8)
+        if ttype == T_BINARY:
+            return self.take(self.varint())
+        if ttype in (T_LIST, T_SET):
+            head = self.byte()
+            size, etype = head >> 4, head & 0x0F
+            if size == 15:
+                size = self.varint()
+            return TList(etype, [self.value(etype) for _ in range(size)])
+        if ttype == T_MAP:
+            size = self.varint()
+            if size == 0:
+                return TMap(0, 0, [])
+            kv = self.byte()
+            ktype, vtype = kv >> 4, kv & 0x0F
+            return TMap(ktype, vtype, [(self.value(ktype), self.value(vtype))
+                                       for _ in range(size)])
+        if ttype == T_STRUCT:
+            return self.struct()
+        raise ValueError(f"unknown Thrift compact type {ttype}")
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def varint(self, n: int) -> None:
+        while n >= 0x80:
+            self.out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        self.out.append(n)
+
+    def struct(self, s: TStruct) -> None:
+        last = 0
+        for f in s.fields:
+            ttype = (T_TRUE if f.value else T_FALSE) if f.ttype in _BOOLS else f.ttype
+            delta = f.fid - last
+            if 0 < delta <= 15:
+                self.out.append(delta << 4 | ttype)
+            else:
+                self.out.append(ttype)
+                self.varint(_zigzag(f.fid))
+            if ttype not in _BOOLS:
+                self.value(ttype, f.value)
+            last = f.fid
+        self.out.append(0)
+
+    def value(self, ttype: int, v: Any) -> None:
+        if ttype in _BOOLS:
+            self.out.append(T_TRUE if v else T_FALSE)
+        elif ttype == T_BYTE:
+            self.out.append(v & 0xFF)
+        elif ttype in (T_I16, T_I32, T_I64):
+            self.varint(_zigzag(v))
+        elif ttype == T_DOUBLE:
+            self.out += v
+        elif ttype == T_BINARY:
+            self.varint(len(v))
+            self.out += v
+        elif ttype in (T_LIST, T_SET):
+            n = len(v.items)
+            if n < 15:
+                self.out.append(n << 4 | v.etype)
+            else:
+                self.out.append(0xF0 | v.etype)
+                self.varint(n)
+            for item in v.items:
+                self.value(v.etype, item)
+        elif ttype == T_MAP:
+            self.varint(len(v.items))
+            if v.items:
+                self.out.append(v.ktype << 4 | v.vtype)
+            for k, item in v.items:
+                self.value(v.ktype, k)
+                self.value(v.vtype, item)
+        elif ttype == T_STRUCT:
+            self.struct(v)
+        else:
+            raise ValueError(f"unknown Thrift compact type {ttype}")
+
+
+def decode_struct(data: bytes) -> TStruct:
+    """Decode one Thrift compact struct that must span all of ``data`` (no trailing bytes:
+    those would be lost on re-encoding, e.g. the signature of an encrypted plaintext footer)."""
+    reader = _Reader(data)
+    try:
+        result = reader.struct()
+    except IndexError as exc:
+        raise ValueError("truncated Thrift data") from exc
+    if reader.pos != len(data):
+        raise ValueError(f"{len(data) - reader.pos} bytes after the Thrift struct")
+    return result
+
+
+def encode_struct(s: TStruct) -> bytes:
+    """Canonical compact-protocol encoding of ``s`` (what parquet-java/parquet-cpp write)."""
+    writer = _Writer()
+    writer.struct(s)
+    return bytes(writer.out)
+
+
+def read_footer(path: str) -> tuple[int, bytes]:
+    """``(offset where FileMetaData starts, FileMetaData bytes)`` of a local Parquet file."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size < 12:
+            raise ValueError(f"{path}: too small to be a Parquet file")
+        f.seek(0)
+        head = f.read(4)
+        f.seek(size - 8)
+        tail = f.read(8)
+        if head != MAGIC or tail[4:] != MAGIC:
+            raise ValueError(f"{path}: not a plain Parquet file (encrypted footers unsupported)")
+        length = int.from_bytes(tail[:4], "little")
+        start = size - 8 - length
+        if start < 4:
+            raise ValueError(f"{path}: footer length {length} exceeds the file")
+        f.seek(start)
+        return start, f.read(length)
+
+
+def _schema_nodes(schema: list[TStruct]) -> dict[tuple[str, ...], TStruct]:
+    """Schema elements by path of names from the root (root excluded), from the flattened
+    depth-first list where each group is followed by its ``num_children`` subtrees."""
+    nodes: dict[tuple[str, ...], TStruct] = {}
+
+    def walk(i: int, prefix: tuple[str, ...]) -> int:
+        children = schema[i].get(SCHEMA_NUM_CHILDREN)
+        nxt = i + 1
+        for _ in range(children.value if children else 0):
+            if nxt >= len(schema):
+                raise ValueError("Parquet schema ends inside a group")
+            name = schema[nxt].get(SCHEMA_NAME)
+            path = (*prefix, name.value.decode("utf-8") if name else "")
+            if path in nodes:
+                raise ValueError(f"duplicate Parquet schema path {path}")
+            nodes[path] = schema[nxt]
+            nxt = walk(nxt, path)
+        return nxt
+
+    if not schema or walk(0, ()) != len(schema):
+        raise ValueError("Parquet schema is not a single tree")
+    return nodes
+
+
+def _file_metadata(path: str) -> tuple[int, bytes, TStruct, dict[tuple[str, ...], TStruct]]:
+    start, footer = read_footer(path)
+    meta = decode_struct(footer)
+    if meta.get(FILE_META_ENCRYPTION) is not None:
+        raise ValueError(f"{path}: encrypted Parquet files are not supported")
+    schema = meta.get(FILE_META_SCHEMA)
+    if schema is None or schema.ttype != T_LIST:
+        raise ValueError(f"{path}: footer has no schema")
+    return start, footer, meta, _schema_nodes(schema.value.items)
+
+
+def schema_field_ids(path: str) -> dict[tuple[str, ...], int | None]:
+    """Field id of every schema node (``None`` when unset), by path; for checks and debugging."""
+    nodes = _file_metadata(path)[3]
+    return {p: (f.value if (f := n.get(SCHEMA_FIELD_ID)) else None) for p, n in nodes.items()}
+
+
+def set_field_ids(path: str, field_ids: Mapping[tuple[str, ...], int]) -> tuple[int, int]:
+    """Set ``SchemaElement.field_id`` on the nodes at the given paths of the local Parquet file
+    ``path`` by rewriting its footer in place; returns ``(file size, FileMetaData length)``.
+
+    Paths are tuples of schema names below the root, e.g. ``("tags", "list", "element")`` or
+    ``("attrs", "key_value", "value")``. Every path must exist: a silently skipped id would
+    give a column DuckDB reads as NULL. Nodes not named keep whatever id they have.
+
+    Crash safety: the file is patched in place (new footer written over the old one, then
+    truncated and fsynced) rather than copied, since a copy doubles the I/O of every write.
+    This is safe because the caller patches a freshly written file *before* it is registered
+    in the catalog: a crash mid-patch leaves an unreferenced (orphan) file, never a
+    committed one. The new footer is decoded again before it is written, and the data
+    section is never touched. A footer that would not change is not rewritten at all.
+    """
+    start, footer, meta, nodes = _file_metadata(path)
+    missing = [p for p in field_ids if tuple(p) not in nodes]
+    if missing:
+        raise KeyError(f"{path}: no Parquet schema node at {missing}")
+    for p, fid in field_ids.items():
+        if not 0 <= int(fid) < 2**31:
+            raise ValueError(f"field id {fid} of {p} is not a non-negative i32")
+        nodes[tuple(p)].set(SCHEMA_FIELD_ID, T_I32, int(fid))
+    new = encode_struct(meta)
+    if new == footer:
+        return start + len(footer) + 8, len(footer)
+    if encode_struct(decode_struct(new)) != new:  # cheap self-check before touching the file
+        raise AssertionError("re-encoded Parquet footer does not round-trip")
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(new + len(new).to_bytes(4, "little") + MAGIC)
+        f.truncate()
+        f.flush()
+        os.fsync(f.fileno())
+    return start + len(new) + 8, len(new)

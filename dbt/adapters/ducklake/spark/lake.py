@@ -1,0 +1,343 @@
+"""The Python API: a DuckLake lake seen through a SparkSession.
+
+>>> lake = SparkLake.open(spark, "sqlite:///lake/catalog.sqlite", data_path="lake/data/")
+>>> orders = lake.create_table("main.orders", df)
+>>> orders.append(more_rows)
+>>> orders.update({"status": "'shipped'"}, where="id = 42")
+>>> orders.delete("status = 'cancelled'")
+>>> orders.read(version=3).show()
+>>> lake.snapshots()[-1].changes
+['deleted_from_table:1']
+
+Every write method commits exactly one DuckLake snapshot and returns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..lake import data_files, delete_files, tables
+from ..lake.catalog import Lake
+from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
+from ..lake.delete_files import ROW_ID_COLUMN
+from ..lake.errors import InvalidArgumentError, SchemaMismatchError
+from ..lake.inlined_data import can_inline
+from ..lake.models import ColumnInfo, Snapshot, TableInfo
+from . import write as spark_write
+from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
+from .types import column_specs, table_schema
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """Who and why, stored with the snapshot (``author``, ``commit_message``, extra JSON)."""
+
+    author: str | None = None
+    message: str | None = None
+    extra_info: str | dict[str, Any] | None = None
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``schema.table`` -> (schema, table); a bare name lives in schema ``main``."""
+    if isinstance(name, tuple):  # type: ignore[unreachable]
+        return name  # type: ignore[unreachable]
+    parts = name.split(".")
+    if len(parts) == 1:
+        return "main", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise InvalidArgumentError(f"table name {name!r} must be 'table' or 'schema.table'")
+
+
+class SparkLake:
+    """A DuckLake lake read and written with Spark."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, commit_info: CommitInfo | None = None):
+        self.spark = spark
+        self.lake = lake
+        self.commit_info = commit_info or CommitInfo()
+        spark_write.configure(spark)
+
+    @classmethod
+    def open(cls, spark: SparkSession, catalog: str, data_path: str | None = None,
+             **options: Any) -> SparkLake:
+        """Open (or create) a lake; options are those of :meth:`Lake.open`."""
+        return cls(spark, Lake.open(catalog, data_path, **options))
+
+    def close(self) -> None:
+        self.lake.close()
+
+    # ------------------------------------------------------------------ catalog
+    def snapshots(self) -> list[Snapshot]:
+        return self.lake.snapshots()
+
+    def current_snapshot(self) -> Snapshot:
+        return self.lake.latest_snapshot()
+
+    def schemas(self) -> list[str]:
+        return [s.schema_name for s in self.lake.schemas()]
+
+    def tables(self, schema: str | None = None) -> list[str]:
+        return [f"{t.schema_name}.{t.table_name}" for t in self.lake.tables(schema)]
+
+    def table(self, name: str) -> LakeTable:
+        schema, table = split_name(name)
+        self.lake.table(schema, table)  # raises NotFoundError with a clear message
+        return LakeTable(self, schema, table)
+
+    def read(self, name: str, version: int | None = None,
+             timestamp: datetime | str | None = None) -> DataFrame:
+        return self.table(name).read(version=version, timestamp=timestamp)
+
+    def commit(self, tx: Transaction, info: CommitInfo | None = None) -> Snapshot:
+        info = info or self.commit_info
+        return tx.commit(info.author, info.message, info.extra_info)
+
+    def create_schema(self, name: str, if_not_exists: bool = False,
+                      info: CommitInfo | None = None) -> Snapshot | None:
+        if if_not_exists and name in self.schemas():
+            return None
+        tx = Transaction(self.lake)
+        tables.create_schema(tx, name, if_not_exists)
+        return self.commit(tx, info)
+
+    def drop_schema(self, name: str, cascade: bool = False, if_exists: bool = False,
+                    info: CommitInfo | None = None) -> Snapshot | None:
+        if if_exists and name not in self.schemas():
+            return None
+        tx = Transaction(self.lake)
+        tables.drop_schema(tx, name, cascade, if_exists)
+        return self.commit(tx, info)
+
+    def create_table(
+        self, name: str, data: DataFrame | StructType | list[ColumnSpec], *,
+        if_not_exists: bool = False, info: CommitInfo | None = None,
+    ) -> LakeTable:
+        """Create a table from a schema, or from a DataFrame in one snapshot (CTAS)."""
+        schema_name, table_name = split_name(name)
+        if if_not_exists and f"{schema_name}.{table_name}" in self.tables(schema_name):
+            return LakeTable(self, schema_name, table_name)
+        df = data if isinstance(data, DataFrame) else None
+        if isinstance(data, list):
+            specs = data
+        else:
+            specs = column_specs(data.schema if df is not None else data)  # type: ignore[union-attr]
+        tx = Transaction(self.lake)
+        table_uuid = uuid7()
+        ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
+        if df is not None:
+            schema = self.lake.schema(schema_name)
+            table_dir = (self.lake.schema_dir(schema) + dir_name(table_name, table_uuid) + "/")
+            columns = provisional_columns(specs)
+            self._stage_insert(tx, ref, df, table_dir, columns, schema.schema_id, None,
+                               inline_ok=can_inline(columns, self.lake.dialect))
+        self.commit(tx, info)
+        return LakeTable(self, schema_name, table_name)
+
+    def drop_table(self, name: str, if_exists: bool = False,
+                   info: CommitInfo | None = None) -> Snapshot | None:
+        schema_name, table_name = split_name(name)
+        if if_exists and f"{schema_name}.{table_name}" not in self.tables(schema_name):
+            return None
+        table = self.lake.table(schema_name, table_name)
+        tx = Transaction(self.lake)
+        tables.drop_table(tx, TableRef(table.table_id))
+        return self.commit(tx, info)
+
+    def rename_table(self, name: str, new_name: str, info: CommitInfo | None = None) -> Snapshot:
+        schema_name, table_name = split_name(name)
+        new_schema, new_table = split_name(new_name) if "." in new_name else (schema_name,
+                                                                               new_name)
+        table = self.lake.table(schema_name, table_name)
+        tx = Transaction(self.lake)
+        tables.rename_table(tx, TableRef(table.table_id), new_table, new_schema)
+        return self.commit(tx, info)
+
+    # ------------------------------------------------------------------ writing
+    def _stage_insert(
+        self, tx: Transaction, ref: TableRef, df: DataFrame, table_dir: str,
+        columns: list[ColumnInfo], schema_id: int, table_id: int | None,
+        inline_ok: bool, replace: bool = False, row_ids: bool = False,
+        inlined_row_ids: list[int] | None = None,
+    ) -> int:
+        """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows."""
+        with self.lake.read() as conn:
+            limit = self.lake.inlining_row_limit(conn, schema_id, table_id)
+        conformed = spark_write.conform(df, columns, row_ids=row_ids)
+        rows: pa.Table | None = None
+        new_files: list[data_files.NewDataFile] = []
+        if inline_ok and limit > 0 and df.isLocal():
+            local = spark_write.local_rows(conformed)
+            if local.num_rows <= limit:
+                rows = local
+        if rows is None:
+            staged = spark_write.stage(self.spark, conformed, table_dir, columns)
+            if inline_ok and limit > 0 and staged.row_count <= limit:
+                rows = staged.read_rows()
+                staged.discard()
+            else:
+                new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
+                tx.files_written.extend(paths)
+        inlined: list[dict[str, Any]] = []
+        ids = inlined_row_ids
+        if rows is not None and rows.num_rows:
+            inlined = rows.to_pylist()
+            if row_ids:
+                ids = [r.pop(ROW_ID_COLUMN) for r in inlined]
+        if replace:
+            data_files.replace(tx, ref, new_files, inlined)
+        else:
+            data_files.insert(tx, ref, new_files, inlined, ids)
+        return len(inlined) + sum(f.record_count for f in new_files)
+
+
+def provisional_columns(specs: list[ColumnSpec]) -> list[ColumnInfo]:
+    """Column infos with the ids ``create_table`` will assign (1.., depth-first)."""
+    out: list[ColumnInfo] = []
+    counter = [1]
+
+    def build(spec: ColumnSpec, parent: int | None) -> ColumnInfo:
+        cid = counter[0]
+        counter[0] += 1
+        kids = tuple(build(c, cid) for c in spec.children)
+        return ColumnInfo(cid, 0, None, 0, cid, spec.name, spec.type, spec.initial_default,
+                          spec.default_value, spec.nulls_allowed, parent, children=kids)
+
+    for spec in specs:
+        out.append(build(spec, None))
+    return out
+
+
+class LakeTable:
+    """One table of a :class:`SparkLake`; every write commits one snapshot."""
+
+    def __init__(self, lake: SparkLake, schema_name: str, table_name: str) -> None:
+        self._lake = lake
+        self.schema_name = schema_name
+        self.table_name = table_name
+
+    @property
+    def name(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+    def __repr__(self) -> str:
+        return f"LakeTable({self.name!r})"
+
+    def info(self) -> TableInfo:
+        return self._lake.lake.table(self.schema_name, self.table_name)
+
+    def columns(self) -> list[ColumnInfo]:
+        return self._lake.lake.columns(self.info().table_id)
+
+    def schema(self) -> StructType:
+        return table_schema(self.columns())
+
+    def state(self, version: int | None = None,
+              timestamp: datetime | str | None = None) -> TableState:
+        at = version
+        if timestamp is not None:
+            at = self._lake.lake.snapshot(timestamp=timestamp).snapshot_id
+        return load_state(self._lake.lake, self.schema_name, self.table_name, at)
+
+    def read(self, version: int | None = None, timestamp: datetime | str | None = None,
+             metadata: bool = False) -> DataFrame:
+        """The table at a snapshot (latest, a version, or the latest at a timestamp)."""
+        return scan(self._lake.spark, self.state(version, timestamp), metadata=metadata)
+
+    def _tx(self, state: TableState) -> Transaction:
+        base = self._lake.lake.snapshot(version=state.snapshot_id)
+        return Transaction(self._lake.lake, base)
+
+    def append(self, df: DataFrame, info: CommitInfo | None = None) -> Snapshot | None:
+        """INSERT the rows of ``df`` (columns matched by name)."""
+        state = self.state()
+        tx = self._tx(state)
+        rows = self._lake._stage_insert(
+            tx, TableRef(state.table.table_id), df, state.table_dir, state.columns,
+            state.schema.schema_id, state.table.table_id,
+            inline_ok=can_inline(state.columns, self._lake.lake.dialect))
+        if rows == 0:
+            return None
+        return self._lake.commit(tx, info)
+
+    def overwrite(self, df: DataFrame, info: CommitInfo | None = None) -> Snapshot:
+        """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
+        state = self.state()
+        tx = self._tx(state)
+        self._lake._stage_insert(
+            tx, TableRef(state.table.table_id), df, state.table_dir, state.columns,
+            state.schema.schema_id, state.table.table_id,
+            inline_ok=can_inline(state.columns, self._lake.lake.dialect), replace=True)
+        tx.touch_data_files([f.data_file_id for f in state.data_files])
+        return self._lake.commit(tx, info)
+
+    def delete(self, where: str | Column | None = None,
+               info: CommitInfo | None = None) -> Snapshot | None:
+        """DELETE the rows matching ``where`` (all rows when ``None``)."""
+        state = self.state()
+        df = scan(self._lake.spark, state, metadata=True)
+        if where is not None:
+            df = df.where(where if isinstance(where, Column) else F.expr(where))
+        positions, inlined = _locations(df)
+        if not positions and not inlined:
+            return None
+        tx = self._tx(state)
+        delete_files.delete(tx, TableRef(state.table.table_id), positions, inlined)
+        return self._lake.commit(tx, info)
+
+    def update(self, set: Mapping[str, str | Column], where: str | Column | None = None,
+               info: CommitInfo | None = None) -> Snapshot | None:
+        """UPDATE ... SET col = expr WHERE ...; updated rows keep their row ids."""
+        state = self.state()
+        names = {c.column_name.lower(): c.column_name for c in state.columns}
+        unknown = [k for k in set if k.lower() not in names]
+        if unknown:
+            raise SchemaMismatchError(
+                f"cannot update unknown column(s) {', '.join(unknown)}; the table has "
+                + ", ".join(c.column_name for c in state.columns))
+        exprs = {names[k.lower()]: (v if isinstance(v, Column) else F.expr(v))
+                 for k, v in set.items()}
+        df = scan(self._lake.spark, state, metadata=True)
+        if where is not None:
+            df = df.where(where if isinstance(where, Column) else F.expr(where))
+        df = df.cache()
+        try:
+            positions, inlined = _locations(df)
+            if not positions and not inlined:
+                return None
+            new = df.select(
+                *[exprs.get(c.column_name, F.col(f"`{c.column_name}`")).alias(c.column_name)
+                  for c in state.columns],
+                F.col(ROW_ID).alias(ROW_ID_COLUMN))
+            tx = self._tx(state)
+            ref = TableRef(state.table.table_id)
+            delete_files.delete(tx, ref, positions, inlined)
+            self._lake._stage_insert(
+                tx, ref, new, state.table_dir, state.columns, state.schema.schema_id,
+                state.table.table_id,
+                inline_ok=can_inline(state.columns, self._lake.lake.dialect), row_ids=True)
+            return self._lake.commit(tx, info)
+        finally:
+            df.unpersist()
+
+
+def _locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+    """Data file positions and inlined row ids of the rows of a metadata scan."""
+    table = df.select(FILE_ID, POSITION, ROW_ID).toArrow()
+    positions: dict[int, list[int]] = {}
+    inlined: list[int] = []
+    for fid, pos, rid in zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
+                             table.column(2).to_pylist()):
+        if fid is None:
+            inlined.append(rid)
+        else:
+            positions.setdefault(fid, []).append(pos)
+    return positions, inlined

@@ -1,0 +1,367 @@
+"""Reading a DuckLake table at a snapshot into one Spark DataFrame.
+
+The driver asks the catalog for the table at snapshot S and assembles native Parquet scans:
+files are grouped by how their columns must be matched (by field id, or by a name mapping)
+and by the column types they were written with; each group is one ``spark.read.parquet``.
+Deleted rows are removed with an anti-join on (data file, row position); inlined rows come
+from the catalog. Hidden columns expose row lineage for updates and the change feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from ..lake import inlined_data
+from ..lake.catalog import Lake, build_column_tree, join_path, visible
+from ..lake.delete_files import (
+    ROW_ID_COLUMN,
+    ROW_ID_FIELD_ID,
+    SNAPSHOT_ID_COLUMN,
+    SNAPSHOT_ID_FIELD_ID,
+    read_delete_file,
+)
+from ..lake.errors import DataFileError
+from ..lake.files import strip_scheme
+from ..lake.models import ColumnInfo, DataFile, DeleteFile, NameMapping, SchemaInfo, TableInfo
+from .types import FIELD_ID_KEY, convert, spark_type
+
+FILE_ID = "_ducklake_data_file_id"
+POSITION = "_ducklake_position"
+ROW_ID = "_ducklake_row_id"
+SNAPSHOT_ID = "_ducklake_snapshot_id"
+END_SNAPSHOT_ID = "_ducklake_end_snapshot_id"
+META_COLUMNS = (FILE_ID, POSITION, ROW_ID, SNAPSHOT_ID)
+
+
+@dataclass
+class TableState:
+    """Everything the catalog says about one table at one snapshot."""
+
+    snapshot_id: int
+    schema: SchemaInfo
+    table: TableInfo
+    columns: list[ColumnInfo]
+    table_dir: str
+    data_files: list[DataFile]
+    delete_files: dict[int, DeleteFile]
+    inlined_deletes: dict[int, list[tuple[int, int]]]
+    inlined: list[inlined_data.InlinedRows]
+    column_history: list[Any] = field(default_factory=list)
+    mappings: dict[int, list[NameMapping]] = field(default_factory=dict)
+    inlining_row_limit: int = 10
+
+    def path_of(self, data_file: DataFile) -> str:
+        return join_path(self.table_dir, data_file.path, data_file.path_is_relative)
+
+    def columns_at(self, snapshot: int, cache: dict[int, list[ColumnInfo]]) -> list[ColumnInfo]:
+        if snapshot not in cache:
+            rows = [r for r in self.column_history
+                    if r[1] <= snapshot and (r[2] is None or snapshot < r[2])]
+            cache[snapshot] = build_column_tree(rows)
+        return cache[snapshot]
+
+
+def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = None) -> TableState:
+    """Read the catalog state of a table at ``at`` (latest by default) in one transaction."""
+    with lake.read() as conn:
+        snapshot = lake.snapshot(version=at, conn=conn) if at is not None else \
+            lake.latest_snapshot(conn)
+        s = snapshot.snapshot_id
+        schema = lake.schema(schema_name, s, conn)
+        table = lake.table(schema_name, table_name, s, conn)
+        columns = lake.columns(table.table_id, s, conn)
+        data_files = lake.data_files(table.table_id, s, conn)
+        history = conn.execute(
+            lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
+            {"t": table.table_id}).all()
+        state = TableState(
+            snapshot_id=s, schema=schema, table=table, columns=columns,
+            table_dir=lake.table_dir(schema, table), data_files=data_files,
+            delete_files=lake.delete_files(table.table_id, s, conn),
+            inlined_deletes=inlined_data.read_file_deletes(lake, conn, table.table_id, s),
+            inlined=inlined_data.read_rows(lake, conn, table.table_id, visible(), {"s": s}),
+            column_history=[tuple(r) for r in history],
+            mappings=lake.name_mappings([f.mapping_id for f in data_files if f.mapping_id],
+                                        conn),
+            inlining_row_limit=lake.inlining_row_limit(conn, schema.schema_id, table.table_id),
+        )
+    return state
+
+
+def lake_text(lake: Lake, sql: str):  # noqa: ANN201 - sqlalchemy TextClause
+    from sqlalchemy import text
+
+    return text(sql.format(ducklake_column=lake.t("ducklake_column")))
+
+
+# ---------------------------------------------------------------------------------- paths
+_JAVA_LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                  "-_.!~*'()" ",;:$&+=" "/@")
+
+
+def spark_path(path: str) -> str:
+    """The string Spark reports in ``_metadata.file_path`` for a path (Hadoop's URI form)."""
+    path = strip_scheme(path)
+    prefix = "file:"
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        authority, _, inner = rest.partition("/")
+        prefix, path = f"{scheme}://{authority}", "/" + inner
+    out = []
+    for ch in path:
+        if ch in _JAVA_LEGAL or (ord(ch) > 127 and not ch.isspace() and ch.isprintable()):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode())
+    return prefix + "".join(out)
+
+
+# ---------------------------------------------------------------------------------- reshaping
+def _same(a: ColumnInfo, b: ColumnInfo) -> bool:
+    if a.column_id != b.column_id or a.column_type != b.column_type or len(a.children) != len(
+        b.children
+    ):
+        return False
+    return all(x.column_name == y.column_name and _same(x, y)
+               for x, y in zip(a.children, b.children))
+
+
+def _default(column: ColumnInfo) -> Column:
+    value = column.initial_default
+    target = spark_type(column)
+    if value is None or column.type.nested:
+        return F.lit(None).cast(target)
+    return F.lit(value).cast(target)
+
+
+def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
+    """A value written under column tree ``old`` (read physically) as column ``new`` now."""
+    if _same(old, new):
+        return convert(expr, old)
+    if new.type.name == "struct" and old.type.name == "struct":
+        by_id = {c.column_id: c for c in old.children}
+        fields = []
+        for child in new.children:
+            if child.column_id in by_id:
+                src = by_id[child.column_id]
+                fields.append(reshape(expr.getField(src.column_name), src, child)
+                              .alias(child.column_name))
+            else:
+                fields.append(_default(child).alias(child.column_name))
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    if new.type.name == "list" and old.type.name == "list":
+        return F.transform(expr, lambda x: reshape(x, old.children[0], new.children[0]))
+    if new.type.name == "map" and old.type.name == "map":
+        out = F.transform_values(expr, lambda _k, v: reshape(v, old.children[1],
+                                                             new.children[1]))
+        return F.transform_keys(out, lambda k, _v: reshape(k, old.children[0], new.children[0]))
+    return convert(expr, old).cast(spark_type(new))
+
+
+def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
+    """The column tree with file names from a name mapping; ``None`` if the file lacks it."""
+    if column.column_id not in names:
+        return None
+    kids = []
+    for child in column.children:
+        renamed = _rename(child, names)
+        if renamed is None:
+            renamed = replace(child, column_name=f"__ducklake_absent_{child.column_id}")
+        kids.append(renamed)
+    return replace(column, column_name=names[column.column_id], children=tuple(kids))
+
+
+# ---------------------------------------------------------------------------------- scanning
+def scan(
+    spark: SparkSession, state: TableState, metadata: bool = False
+) -> DataFrame:
+    """The table at ``state.snapshot_id`` as a DataFrame.
+
+    With ``metadata``, four hidden columns are added: the data file id and row position of
+    Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
+    """
+    s = state.snapshot_id
+    parts: list[DataFrame] = []
+    groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
+    cache: dict[int, list[ColumnInfo]] = {}
+    current_ids = {c.column_id for c in state.columns}
+    for data_file in state.data_files:
+        file_columns = [c for c in state.columns_at(data_file.begin_snapshot, cache)
+                        if c.column_id in current_ids]
+        by_name = False
+        if data_file.mapping_id is not None:
+            names = {m.target_field_id: m.source_name
+                     for m in state.mappings.get(data_file.mapping_id, [])
+                     if not m.is_partition}
+            file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
+            by_name = True
+        key = (by_name, tuple(_signature(c) for c in file_columns))
+        groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
+    for file_columns, by_name, files in groups.values():
+        parts.append(_scan_group(spark, state, file_columns, by_name, files))
+    deletes = _deleted_positions(spark, state)
+    if deletes is not None and parts:
+        parts = [p.join(F.broadcast(deletes) if _small(state) else deletes,
+                        on=[FILE_ID, POSITION], how="left_anti") for p in parts]
+    parts.extend(_inlined_frames(spark, state))
+    if not parts:
+        schema = StructType([StructField(c.column_name, spark_type(c), True)
+                             for c in state.columns] + _meta_fields())
+        result = spark.createDataFrame([], schema)
+    else:
+        result = parts[0]
+        for part in parts[1:]:
+            result = result.unionByName(part)
+    if not metadata:
+        result = result.drop(*META_COLUMNS)
+    _ = s
+    return result
+
+
+def _small(state: TableState) -> bool:
+    return sum(d.delete_count for d in state.delete_files.values()) < 5_000_000
+
+
+def _signature(column: ColumnInfo) -> tuple[Any, ...]:
+    return (column.column_id, column.column_name, column.column_type,
+            tuple(_signature(c) for c in column.children))
+
+
+def _meta_fields() -> list[StructField]:
+    return [StructField(n, LongType(), True) for n in META_COLUMNS]
+
+
+def _scan_group(
+    spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
+    files: list[DataFile],
+) -> DataFrame:
+    fields = []
+    for c in file_columns:
+        meta = {} if by_name else {FIELD_ID_KEY: c.column_id}
+        fields.append(StructField(c.column_name, spark_type(c, physical=True,
+                                                            field_ids=not by_name), True, meta))
+    for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID), (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
+        fields.append(StructField(name, LongType(), True, {} if by_name else {FIELD_ID_KEY: fid}))
+    paths = [state.path_of(f) for f in files]
+    df = spark.read.schema(StructType(fields)).parquet(*paths)
+    catalog = spark.createDataFrame(
+        [(spark_path(p), f.data_file_id, f.row_id_start, f.begin_snapshot)
+         for p, f in zip(paths, files)],
+        "__path string, __fid long, __row_id_start long, __begin long",
+    )
+    df = df.select("*", F.col("_metadata.file_path").alias("__path"),
+                   F.col("_metadata.row_index").alias(POSITION))
+    df = df.join(F.broadcast(catalog), on="__path", how="inner")
+    by_id = {c.column_id: c for c in file_columns}
+    out = []
+    for column in state.columns:
+        old = by_id.get(column.column_id)
+        if old is None:
+            out.append(_default(column).alias(column.column_name))
+        else:
+            out.append(reshape(F.col(f"`{old.column_name}`"), old, column)
+                       .alias(column.column_name))
+    embedded_snapshot = F.col(SNAPSHOT_ID_COLUMN)
+    df = df.where(embedded_snapshot.isNull() | (embedded_snapshot <= F.lit(state.snapshot_id)))
+    return df.select(
+        *out,
+        F.col("__fid").alias(FILE_ID),
+        F.col(POSITION).cast("long").alias(POSITION),
+        F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col(POSITION))
+        .alias(ROW_ID),
+        F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
+    )
+
+
+def _deleted_positions(spark: SparkSession, state: TableState) -> DataFrame | None:
+    """(data file id, position) of every row deleted at the snapshot."""
+    live = {f.data_file_id for f in state.data_files}
+    pairs: list[tuple[int, int]] = []
+    for data_file_id, delete_file in state.delete_files.items():
+        if data_file_id not in live:
+            continue
+        path = join_path(state.table_dir, delete_file.path, delete_file.path_is_relative)
+        try:
+            for pos, snapshot in read_delete_file(path, delete_file.begin_snapshot):
+                if snapshot <= state.snapshot_id:
+                    pairs.append((data_file_id, pos))
+        except DataFileError as exc:
+            raise DataFileError(
+                f"delete file {path} of table {state.schema.schema_name}."
+                f"{state.table.table_name} cannot be read: {exc}") from exc
+    for data_file_id, entries in state.inlined_deletes.items():
+        if data_file_id in live:
+            pairs.extend((data_file_id, pos) for pos, _ in entries)
+    if not pairs:
+        return None
+    return spark.createDataFrame(pairs, f"{FILE_ID} long, {POSITION} long")
+
+
+def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
+    frames = []
+    current_ids = {c.column_id for c in state.columns}
+    for block in state.inlined:
+        cols = [c for c in block.columns if c.column_id in current_ids]
+        index = [block.columns.index(c) for c in cols]
+        schema = StructType(
+            [StructField(c.column_name, spark_type(c), True) for c in cols]
+            + [StructField(ROW_ID, LongType(), True), StructField(SNAPSHOT_ID, LongType(), True)]
+        )
+        rows = [
+            tuple(to_spark_value(values[i], c) for i, c in zip(index, cols)) + (rid, begin)
+            for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)
+        ]
+        df = spark.createDataFrame(rows, schema)
+        by_id = {c.column_id: c for c in cols}
+        out = []
+        for column in state.columns:
+            old = by_id.get(column.column_id)
+            if old is None:
+                out.append(_default(column).alias(column.column_name))
+            elif _same(old, column):
+                out.append(F.col(f"`{old.column_name}`").alias(column.column_name))
+            else:
+                out.append(F.col(f"`{old.column_name}`").cast(spark_type(column))
+                           .alias(column.column_name))
+        frames.append(df.select(
+            *out, F.lit(None).cast("long").alias(FILE_ID), F.lit(None).cast("long")
+            .alias(POSITION), F.col(ROW_ID), F.col(SNAPSHOT_ID)))
+    return frames
+
+
+def to_spark_value(value: Any, column: ColumnInfo) -> Any:
+    """A value decoded from the catalog, in the Python form Spark expects for the column."""
+    if value is None:
+        return None
+    kind = column.type.name
+    if kind == "struct":
+        if isinstance(value, dict):
+            return tuple(to_spark_value(value.get(c.column_name), c) for c in column.children)
+        return value
+    if kind == "list":
+        return [to_spark_value(v, column.children[0]) for v in value]
+    if kind == "map":
+        items = value.items() if isinstance(value, dict) else value
+        return {to_spark_value(k, column.children[0]): to_spark_value(v, column.children[1])
+                for k, v in items}
+    if kind in ("uuid", "time", "timetz", "time_ns"):
+        return str(value)
+    if kind in ("int128", "uint128", "uint64"):
+        from decimal import Decimal
+
+        return Decimal(int(value))
+    if kind == "json" and not isinstance(value, str):
+        import json
+
+        return json.dumps(value)
+    return value
+
+
+def columns_of(state: TableState) -> Sequence[ColumnInfo]:
+    return state.columns

@@ -1,0 +1,259 @@
+"""DuckLake column types <-> Spark SQL types, and reading DuckDB's Parquet encodings.
+
+Every mapping below was checked against files written by DuckDB 1.5.5 and read by Spark 4.3
+(see the README's type table). Where Spark cannot read DuckDB's Parquet type directly, the
+scan requests the *physical* type and a post-read expression converts it
+(:func:`needs_conversion`, :func:`convert`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    CharType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    NullType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VarcharType,
+)
+
+from ..lake.commit import ColumnSpec
+from ..lake.errors import UnsupportedTypeError
+from ..lake.models import ColumnInfo
+
+FIELD_ID_KEY = "parquet.field.id"
+"""StructField metadata key Spark reads and writes as the Parquet field id."""
+
+try:  # Spark 4.0+
+    from pyspark.sql.types import VariantType
+except ImportError:  # pragma: no cover
+    VariantType = None  # type: ignore[assignment,misc]
+
+_SCALAR_TO_SPARK: dict[str, DataType] = {
+    "boolean": BooleanType(),
+    "int8": ByteType(),
+    "int16": ShortType(),
+    "int32": IntegerType(),
+    "int64": LongType(),
+    "uint8": ShortType(),
+    "uint16": IntegerType(),
+    "uint32": LongType(),
+    "uint64": DecimalType(20, 0),
+    "int128": DecimalType(38, 0),
+    "uint128": DecimalType(38, 0),
+    "float32": FloatType(),
+    "float64": DoubleType(),
+    "time": StringType(),
+    "time_ns": StringType(),
+    "timetz": StringType(),
+    "date": DateType(),
+    "timestamp": TimestampNTZType(),
+    "timestamp_s": TimestampNTZType(),
+    "timestamp_ms": TimestampNTZType(),
+    "timestamp_ns": TimestampNTZType(),
+    "timestamptz": TimestampType(),
+    "varchar": StringType(),
+    "json": StringType(),
+    "blob": BinaryType(),
+    "uuid": StringType(),
+    "geometry": BinaryType(),
+}
+if VariantType is not None:
+    _SCALAR_TO_SPARK["variant"] = VariantType()
+
+# What Spark must request from DuckDB's Parquet when it differs from the logical mapping.
+_PHYSICAL: dict[str, DataType] = {
+    "int128": DoubleType(),
+    "uint128": DoubleType(),
+    "time": LongType(),
+    "timetz": LongType(),
+    "timestamp_ns": LongType(),
+    "uuid": BinaryType(),
+}
+
+UNSUPPORTED = {
+    "interval": "Spark cannot hold DuckDB's INTERVAL (months, days and time together)",
+}
+
+
+def spark_type(column: ColumnInfo, physical: bool = False, field_ids: bool = False) -> DataType:
+    """The Spark type of a column tree (``physical``: the type to request from Parquet)."""
+    kind = column.type
+    if kind.name in UNSUPPORTED:
+        raise UnsupportedTypeError(
+            f"column {column.column_name!r} has type {kind}: {UNSUPPORTED[kind.name]}. "
+            "Cast it in DuckDB (for example to VARCHAR) or leave it out of the query."
+        )
+    if kind.name == "struct":
+        return StructType([
+            StructField(child.column_name, spark_type(child, physical, field_ids), True,
+                        {FIELD_ID_KEY: child.column_id} if field_ids else {})
+            for child in column.children
+        ])
+    if kind.name == "list":
+        (element,) = column.children
+        return ArrayType(spark_type(element, physical, field_ids), True)
+    if kind.name == "map":
+        key, value = column.children
+        return MapType(spark_type(key, physical, field_ids),
+                       spark_type(value, physical, field_ids), True)
+    if kind.name == "decimal":
+        return DecimalType(kind.precision or 18, kind.scale or 0)
+    if physical and kind.name in _PHYSICAL:
+        return _PHYSICAL[kind.name]
+    try:
+        return _SCALAR_TO_SPARK[kind.name]
+    except KeyError:
+        raise UnsupportedTypeError(
+            f"column {column.column_name!r} has type {kind}, which Spark cannot read"
+        ) from None
+
+
+def table_schema(columns: Sequence[ColumnInfo]) -> StructType:
+    return StructType([
+        StructField(c.column_name, spark_type(c), c.nulls_allowed) for c in columns
+    ])
+
+
+def needs_conversion(column: ColumnInfo) -> bool:
+    return any(node.type.name in _PHYSICAL for node in column.walk())
+
+
+def convert(expr: Column, column: ColumnInfo) -> Column:
+    """Turn a value read with :func:`spark_type` ``physical=True`` into its logical form."""
+    name = column.type.name
+    if not needs_conversion(column):
+        return expr
+    if name == "struct":
+        fields = [convert(expr.getField(c.column_name), c).alias(c.column_name)
+                  for c in column.children]
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    if name == "list":
+        (element,) = column.children
+        return F.transform(expr, lambda x: convert(x, element))
+    if name == "map":
+        key, value = column.children
+        out = F.transform_values(expr, lambda _k, v: convert(v, value))
+        if needs_conversion(key):
+            out = F.transform_keys(out, lambda k, _v: convert(k, key))
+        return out
+    if name in ("int128", "uint128"):
+        return expr.cast(DecimalType(38, 0))
+    if name in ("time", "timetz"):
+        text = _time_text(expr)
+        return F.concat(text, F.lit("+00")) if name == "timetz" else text
+    if name == "timestamp_ns":
+        micros = F.floor(expr / F.lit(1000))
+        epoch = F.lit("1970-01-01 00:00:00").cast(TimestampNTZType())
+        return F.timestamp_add("MICROSECOND", micros, epoch)
+    if name == "uuid":
+        h = F.lower(F.hex(expr))
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.concat_ws(
+            "-", F.substring(h, 1, 8), F.substring(h, 9, 4), F.substring(h, 13, 4),
+            F.substring(h, 17, 4), F.substring(h, 21, 12)))
+    return expr
+
+
+def _time_text(micros: Column) -> Column:
+    """``HH:MM:SS[.ffffff]`` (trailing zeros trimmed) from microseconds since midnight."""
+    total_seconds = F.floor(micros / F.lit(1_000_000))
+    frac = micros - total_seconds * F.lit(1_000_000)
+    hms = F.concat(
+        F.lpad(F.floor(total_seconds / 3600).cast("string"), 2, "0"), F.lit(":"),
+        F.lpad(F.floor((total_seconds % 3600) / 60).cast("string"), 2, "0"), F.lit(":"),
+        F.lpad((total_seconds % 60).cast("string"), 2, "0"),
+    )
+    fraction = F.regexp_replace(F.lpad(frac.cast("string"), 6, "0"), "0+$", "")
+    return F.when(micros.isNull(), F.lit(None)).when(frac == 0, hms).otherwise(
+        F.concat(hms, F.lit("."), fraction))
+
+
+# ---------------------------------------------------------------------------------- writing
+def lake_type(data_type: DataType, column: str) -> str:
+    """The DuckLake type string for a Spark type of a column being created."""
+    if isinstance(data_type, BooleanType):
+        return "boolean"
+    if isinstance(data_type, ByteType):
+        return "int8"
+    if isinstance(data_type, ShortType):
+        return "int16"
+    if isinstance(data_type, IntegerType):
+        return "int32"
+    if isinstance(data_type, LongType):
+        return "int64"
+    if isinstance(data_type, FloatType):
+        return "float32"
+    if isinstance(data_type, DoubleType):
+        return "float64"
+    if isinstance(data_type, DecimalType):
+        return f"decimal({data_type.precision},{data_type.scale})"
+    if isinstance(data_type, (StringType, CharType, VarcharType, NullType)):
+        return "varchar"
+    if isinstance(data_type, BinaryType):
+        return "blob"
+    if isinstance(data_type, DateType):
+        return "date"
+    if isinstance(data_type, TimestampNTZType):
+        return "timestamp"
+    if isinstance(data_type, TimestampType):
+        return "timestamptz"
+    if VariantType is not None and isinstance(data_type, VariantType):
+        raise UnsupportedTypeError(
+            f"column {column!r} is a VARIANT; writing Spark variants to DuckLake is not "
+            "supported yet. Serialise it with to_json() first."
+        )
+    if isinstance(data_type, (StructType, ArrayType, MapType)):
+        return {StructType: "struct", ArrayType: "list", MapType: "map"}[type(data_type)]
+    raise UnsupportedTypeError(
+        f"column {column!r} has Spark type {data_type.simpleString()}, which DuckLake cannot "
+        "store; cast it to a supported type (see the README's type table)"
+    )
+
+
+def column_specs(schema: StructType) -> list[ColumnSpec]:
+    """Column specs for ``CREATE TABLE`` from a Spark schema (nested types included)."""
+
+    def spec(name: str, data_type: DataType, nullable: bool) -> ColumnSpec:
+        kind = lake_type(data_type, name)
+        children: tuple[ColumnSpec, ...] = ()
+        if isinstance(data_type, StructType):
+            children = tuple(spec(f.name, f.dataType, True) for f in data_type.fields)
+        elif isinstance(data_type, ArrayType):
+            children = (spec("element", data_type.elementType, True),)
+        elif isinstance(data_type, MapType):
+            children = (spec("key", data_type.keyType, False),
+                        spec("value", data_type.valueType, True))
+        return ColumnSpec(name, kind, nullable, children)
+
+    return [spec(f.name, f.dataType, f.nullable) for f in schema.fields]
+
+
+def write_type(column: ColumnInfo, field_ids: bool = True) -> DataType:
+    """The Spark type to write for a column, with field ids on struct children."""
+    if column.type.name in ("uuid", "time", "timetz", "time_ns", "int128", "uint128",
+                            "timestamp_ns", "interval", "variant", "geometry", "uint64",
+                            "uint32", "uint16", "uint8"):
+        raise UnsupportedTypeError(
+            f"column {column.column_name!r} has type {column.type}; writing it from Spark is "
+            "not supported. Write through DuckDB, or change the column's type."
+        )
+    return spark_type(column, physical=False, field_ids=field_ids)

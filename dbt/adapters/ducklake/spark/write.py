@@ -1,0 +1,296 @@
+"""Writing a DataFrame as DuckLake data files, or as rows small enough to inline.
+
+Spark writes Parquet into a short-lived staging directory inside the table directory; the
+driver reads the footers (exact sizes and statistics) and then either moves the files to
+DuckLake names (``ducklake-<uuidv7>.parquet``) or, when the write is within the inlining
+limit, reads the few rows back and removes the staging directory. No ``_SUCCESS`` or ``.crc``
+file and no staging directory outlives the call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType, LongType, NullType, StructField, StructType
+
+from ..lake import files as lake_files
+from ..lake import stats as lake_stats
+from ..lake.commit import NameMappingSpec, NewDataFile, uuid7
+from ..lake.delete_files import ROW_ID_COLUMN, ROW_ID_FIELD_ID
+from ..lake.errors import SchemaMismatchError
+from ..lake.models import ColumnInfo
+from ..lake.types import LakeType, is_promotion
+from .types import FIELD_ID_KEY, lake_type, write_type
+
+SESSION_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+}
+WRITE_OPTIONS = {
+    "compression": "snappy",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "parquet.enable.summary-metadata": "false",
+}
+
+
+def configure(spark: SparkSession) -> None:
+    """Set the session options DuckLake files need (runtime SQL confs only)."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+
+
+# ---------------------------------------------------------------------------------- shaping
+def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False) -> DataFrame:
+    """``df`` with exactly the table's columns, in order, cast and tagged with field ids.
+
+    Columns match by name, case-insensitively. A missing or extra column, or a type that
+    is neither the column's type nor safely widened to it, is a :class:`SchemaMismatchError`.
+    """
+    given = {f.name.lower(): f for f in df.schema.fields}
+    wanted = {c.column_name.lower() for c in columns}
+    extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted
+             and not (row_ids and f.name == ROW_ID_COLUMN)]
+    missing = [c.column_name for c in columns if c.column_name.lower() not in given]
+    if extra or missing:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if extra:
+            parts.append("not in the table: " + ", ".join(extra))
+        raise SchemaMismatchError(
+            "the data does not match the table's columns (" + "; ".join(parts) + "); the table "
+            "has " + ", ".join(f"{c.column_name} {c.column_type}" for c in columns)
+        )
+    out = []
+    for column in columns:
+        source = given[column.column_name.lower()]
+        target = write_type(column)
+        _check_type(source.name, source.dataType, column)
+        expr = F.col(f"`{source.name}`")
+        if source.dataType != target:
+            expr = expr.cast(target)
+        out.append(expr.alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
+    if row_ids:
+        out.append(F.col(ROW_ID_COLUMN).cast(LongType())
+                   .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
+    return df.select(*out)
+
+
+def _check_type(name: str, data_type: Any, column: ColumnInfo) -> None:
+    if isinstance(data_type, NullType):
+        return
+    try:
+        given = lake_type(data_type, name)
+    except Exception as exc:
+        raise SchemaMismatchError(str(exc)) from exc
+    if column.type.nested or given in ("struct", "list", "map"):
+        if given != column.type.name:
+            raise SchemaMismatchError(
+                f"column {name!r} is {data_type.simpleString()} in the data but "
+                f"{column.column_type} in the table")
+        return
+    if given == str(column.type):
+        return
+    if not is_promotion(LakeType.parse(given), column.type):
+        raise SchemaMismatchError(
+            f"column {name!r} is {data_type.simpleString()} ({given}) in the data but "
+            f"{column.column_type} in the table, and {given} does not widen to it; cast it "
+            "explicitly")
+
+
+def parquet_leaves(columns: Sequence[ColumnInfo]) -> dict[str, tuple[int, LakeType]]:
+    """Spark's Parquet leaf paths (``s.x``, ``l.list.element``, ``m.key_value.key``) -> ids."""
+    out: dict[str, tuple[int, LakeType]] = {}
+
+    def visit(column: ColumnInfo, path: str) -> None:
+        kind = column.type.name
+        if kind == "struct":
+            for child in column.children:
+                visit(child, f"{path}.{child.column_name}")
+        elif kind == "list":
+            visit(column.children[0], f"{path}.list.element")
+        elif kind == "map":
+            visit(column.children[0], f"{path}.key_value.key")
+            visit(column.children[1], f"{path}.key_value.value")
+        else:
+            out[path] = (column.column_id, column.type)
+
+    for column in columns:
+        visit(column, column.column_name)
+    return out
+
+
+def name_mapping(columns: Sequence[ColumnInfo],
+                 row_ids: bool = False) -> tuple[NameMappingSpec, ...] | None:
+    """A name mapping for Spark files of tables with lists or maps (Spark writes no ids there).
+
+    Files that carry preserved row ids map the hidden row-id column too, or DuckDB cannot
+    find it by name.
+    """
+    if not any(n.type.name in ("list", "map") for c in columns for n in c.walk()):
+        return None
+
+    def spec(column: ColumnInfo, name: str) -> NameMappingSpec:
+        kind = column.type.name
+        if kind == "list":
+            kids = (spec(column.children[0], "list"),)
+        elif kind == "map":
+            kids = (spec(column.children[0], "key"), spec(column.children[1], "value"))
+        else:
+            kids = tuple(spec(c, c.column_name) for c in column.children)
+        return NameMappingSpec(name, column.column_id, kids)
+
+    specs = tuple(spec(c, c.column_name) for c in columns)
+    if row_ids:
+        specs += (NameMappingSpec(ROW_ID_COLUMN, ROW_ID_FIELD_ID),)
+    return specs
+
+
+# ---------------------------------------------------------------------------------- staging
+@dataclass
+class StagedWrite:
+    """Parquet files Spark wrote to a staging directory, with their footers."""
+
+    spark: SparkSession
+    staging_dir: str
+    files: list[tuple[str, pq.FileMetaData, int, int]] = field(default_factory=list)
+    nan_columns: dict[int, bool] = field(default_factory=dict)
+
+    @property
+    def row_count(self) -> int:
+        return sum(m.num_rows for _, m, _, _ in self.files)
+
+    def read_rows(self) -> pa.Table | None:
+        tables = [lake_files.read_table(p) for p, _, _, _ in self.files]
+        return pa.concat_tables(tables) if tables else None
+
+    def discard(self) -> None:
+        _hadoop_delete(self.spark, self.staging_dir)
+
+    def publish(self, table_dir: str, columns: Sequence[ColumnInfo],
+                row_ids: bool = False) -> tuple[list[NewDataFile], list[str]]:
+        """Move the files to their DuckLake names; returns the new files and their paths."""
+        leaves = parquet_leaves(columns)
+        mapping = name_mapping(columns, row_ids)
+        out, paths = [], []
+        for path, metadata, size, footer in self.files:
+            name = f"ducklake-{uuid7()}.parquet"
+            target = table_dir + name
+            _hadoop_rename(self.spark, path, target)
+            paths.append(target)
+            out.append(NewDataFile(
+                path=name, record_count=metadata.num_rows, file_size_bytes=size,
+                footer_size=footer,
+                column_stats=lake_stats.file_column_stats(metadata, leaves, self.nan_columns),
+                mapping=mapping, embeds_row_ids=row_ids,
+            ))
+        self.discard()
+        return out, paths
+
+
+def stage(spark: SparkSession, df: DataFrame, table_dir: str,
+          columns: Sequence[ColumnInfo]) -> StagedWrite:
+    """Have Spark write ``df`` (already conformed) under a staging directory of the table."""
+    staging = f"{table_dir}_ducklake_staging_{uuid.uuid4().hex}"
+    floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
+    observation = Observation(f"ducklake_{uuid.uuid4().hex}")
+    metrics = [F.count(F.lit(1)).alias("rows")] + [
+        F.max(F.isnan(F.col(f"`{c.column_name}`")).cast("int")).alias(f"nan_{c.column_id}")
+        for c in floats
+    ]
+    observed = df.observe(observation, *metrics)
+    try:
+        writer = observed.write.mode("overwrite")
+        for key, value in WRITE_OPTIONS.items():
+            writer = writer.option(key, value)
+        writer.parquet(staging)
+        values = observation.get
+    except BaseException:
+        _hadoop_delete(spark, staging)
+        raise
+    staged = StagedWrite(spark, staging)
+    staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
+                          for c in floats}
+    try:
+        for path in _hadoop_list(spark, staging):
+            if not path.endswith(".parquet"):
+                continue
+            metadata, size, footer = lake_files.read_footer(path)
+            if metadata.num_rows == 0:
+                continue
+            staged.files.append((path, metadata, size, footer))
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+# ---------------------------------------------------------------------------------- hadoop fs
+def _jvm_path(spark: SparkSession, path: str) -> Any:
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    return jvm.org.apache.hadoop.fs.Path(path)
+
+
+def _fs(spark: SparkSession, jpath: Any) -> Any:
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    return jpath.getFileSystem(conf)
+
+
+def _hadoop_list(spark: SparkSession, directory: str) -> list[str]:
+    jpath = _jvm_path(spark, directory)
+    fs = _fs(spark, jpath)
+    out = []
+    iterator = fs.listFiles(jpath, False)
+    while iterator.hasNext():
+        status = iterator.next()
+        p = status.getPath()
+        out.append(_local_form(directory, p.toUri().getPath(), p.toString()))
+    return sorted(out)
+
+
+def _local_form(directory: str, uri_path: str, full: str) -> str:
+    """A listed file in the same form as ``directory`` (plain path or URL)."""
+    if "://" in lake_files.strip_scheme(directory):
+        return full
+    return uri_path
+
+
+def _hadoop_rename(spark: SparkSession, source: str, target: str) -> None:
+    src, dst = _jvm_path(spark, source), _jvm_path(spark, target)
+    fs = _fs(spark, src)
+    try:  # the local file system keeps .crc side files; move the bare file only
+        fs = fs.getRawFileSystem()
+    except Exception:  # noqa: BLE001 - not a checksummed file system
+        pass
+    fs.mkdirs(dst.getParent())
+    if not fs.rename(src, dst):
+        raise OSError(f"could not move {source} to {target}")
+
+
+def _hadoop_delete(spark: SparkSession, path: str) -> None:
+    jpath = _jvm_path(spark, path)
+    try:
+        _fs(spark, jpath).delete(jpath, True)
+    except Exception:  # noqa: BLE001 - best effort cleanup
+        pass
+
+
+def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """Rows as dicts, with map values as lists of (key, value) pairs (pyarrow's convention)."""
+    return table.to_pylist()
+
+
+def local_rows(df: DataFrame) -> pa.Table:
+    return df.toArrow()
+
+
+def empty_schema(columns: Sequence[ColumnInfo]) -> StructType:
+    return StructType([StructField(c.column_name, write_type(c), True) for c in columns])

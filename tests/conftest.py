@@ -1,0 +1,130 @@
+"""Shared fixtures: a fresh lake per test on SQLite or PostgreSQL, one SparkSession, DuckDB.
+
+PostgreSQL tests use the local server (database ``test``); each test gets its own metadata
+schema. Without a server they skip, unless ``DUCKLAKE_REQUIRE_POSTGRES=1`` (set by CI) turns
+the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+os.environ.setdefault("TZ", "UTC")
+
+PG_HOST = os.environ.get("DUCKLAKE_PG_HOST", "127.0.0.1")
+PG_PORT = os.environ.get("DUCKLAKE_PG_PORT", "5432")
+PG_DB = os.environ.get("DUCKLAKE_PG_DB", "test")
+PG_USER = os.environ.get("DUCKLAKE_PG_USER", "postgres")
+REQUIRE_POSTGRES = os.environ.get("DUCKLAKE_REQUIRE_POSTGRES") == "1"
+
+
+def postgres_unavailable() -> str | None:
+    """Why PostgreSQL cannot be used, or ``None`` when it can."""
+    try:
+        import psycopg
+
+        with psycopg.connect(host=PG_HOST, port=PG_PORT, dbname=PG_DB, user=PG_USER,
+                             connect_timeout=3):
+            return None
+    except Exception as exc:  # noqa: BLE001
+        return f"PostgreSQL at {PG_HOST}:{PG_PORT}/{PG_DB} is not reachable: {exc}"
+
+
+def skip_or_fail_without_postgres() -> None:
+    reason = postgres_unavailable()
+    if reason:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"DUCKLAKE_REQUIRE_POSTGRES=1 but {reason}")
+        pytest.skip(reason)
+
+
+@dataclass
+class LakeTarget:
+    """Where a test's lake lives, in our catalog syntax and in DuckDB's ATTACH syntax."""
+
+    backend: str
+    catalog: str
+    data_path: str
+    metadata_schema: str | None
+    duckdb_attach: str
+
+    def open_kwargs(self) -> dict[str, object]:
+        return {"metadata_schema": self.metadata_schema} if self.metadata_schema else {}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget]:  # noqa: ANN001
+    data_path = str(tmp_path / "data") + "/"
+    if request.param == "sqlite":
+        path = tmp_path / "catalog.sqlite"
+        yield LakeTarget(
+            "sqlite", f"sqlite:///{path}", data_path, None,
+            f"ATTACH 'ducklake:sqlite:{path}' AS lake (DATA_PATH '{data_path}')",
+        )
+        return
+    skip_or_fail_without_postgres()
+    import psycopg
+
+    schema = f"lake_{uuid.uuid4().hex[:12]}"
+    conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
+    yield LakeTarget(
+        "postgres", f"postgres:{conninfo}", data_path, schema,
+        f"ATTACH 'ducklake:postgres:{conninfo}' AS lake "
+        f"(DATA_PATH '{data_path}', METADATA_SCHEMA '{schema}')",
+    )
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def duckdb_connect():  # noqa: ANN201 - duckdb.DuckDBPyConnection
+    """A DuckDB connection with the ducklake, sqlite and postgres extensions loaded by path."""
+    import duckdb
+    import duckdb_extension_ducklake
+
+    base = os.path.dirname(os.path.dirname(duckdb_extension_ducklake.__file__))
+    con = duckdb.connect(config={
+        "allow_unsigned_extensions": True,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    })
+    for ext in sorted(glob.glob(os.path.join(
+            base, "duckdb_extension_*", "extensions", "v1.5.5", "*.duckdb_extension"))):
+        con.execute(f"LOAD '{ext}'")
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+@pytest.fixture
+def duck(lake_target: LakeTarget) -> Iterator[object]:
+    """DuckDB attached to the test's lake as ``lake``."""
+    con = duckdb_connect()
+    con.execute(lake_target.duckdb_attach)
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="session")
+def spark():  # noqa: ANN201 - SparkSession
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("dbt-ducklake-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.adaptive.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

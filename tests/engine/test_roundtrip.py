@@ -1,0 +1,139 @@
+"""We write with Spark, DuckDB reads: after every kind of write both engines agree."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from decimal import Decimal
+
+import pytest
+from oracle import assert_same, duck_rows, spark_rows
+from pyspark.sql import types as T
+
+from dbt.adapters.ducklake.spark import SparkLake
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.IntegerType(), False),
+    T.StructField("big", T.LongType()),
+    T.StructField("small", T.ShortType()),
+    T.StructField("tiny", T.ByteType()),
+    T.StructField("f", T.FloatType()),
+    T.StructField("d", T.DoubleType()),
+    T.StructField("dec", T.DecimalType(18, 3)),
+    T.StructField("wide", T.DecimalType(38, 10)),
+    T.StructField("s", T.StringType()),
+    T.StructField("b", T.BooleanType()),
+    T.StructField("day", T.DateType()),
+    T.StructField("ts", T.TimestampType()),
+    T.StructField("ntz", T.TimestampNTZType()),
+    T.StructField("bin", T.BinaryType()),
+    T.StructField("st", T.StructType([T.StructField("x", T.IntegerType()),
+                                      T.StructField("y", T.StringType())])),
+    T.StructField("arr", T.ArrayType(T.IntegerType())),
+    T.StructField("mp", T.MapType(T.StringType(), T.LongType())),
+])
+
+
+def make_rows(start: int, n: int) -> list[tuple]:
+    out = []
+    for i in range(start, start + n):
+        out.append((
+            i, i * 10_000_000_000, i % 300, i % 100, i / 4, i * 1.5 if i % 7 else None,
+            Decimal(i) / 8, Decimal("-1.0000000001") * i, f"name '{i}', é" if i % 5 else None,
+            i % 2 == 0, dt.date(2024, 1, 1) + dt.timedelta(days=i),
+            dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i),
+            dt.datetime(1969, 12, 31, 23, 59) + dt.timedelta(microseconds=i * 7),
+            bytes([i % 256, 0, 255]), {"x": i, "y": f"y{i}"} if i % 3 else None,
+            [i, None, i + 1] if i % 4 else [], {f"k{i}": i, "z": None} if i % 6 else None,
+        ))
+    return out
+
+
+@pytest.fixture
+def lake(spark, lake_target):  # noqa: ANN001, ANN201
+    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
+                        **lake_target.open_kwargs())
+    yield lk
+    lk.close()
+
+
+def test_every_write_reads_the_same_in_duckdb(spark, lake, duck, lake_target):  # noqa: ANN001
+    table = lake.create_table("main.t", spark.createDataFrame(make_rows(0, 40), SCHEMA))
+    assert_same(duck, "t", table.read())
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(40,)]
+
+    table.append(spark.createDataFrame(make_rows(100, 3), SCHEMA))  # inlined
+    assert_same(duck, "t", table.read())
+    table.append(spark.createDataFrame(make_rows(200, 25), SCHEMA))  # parquet
+    assert_same(duck, "t", table.read())
+
+    table.delete("id % 10 = 3")  # 7 rows from two files: inlined deletes
+    assert_same(duck, "t", table.read())
+    table.delete("id >= 30 AND id < 40 OR id >= 210")  # delete files
+    assert_same(duck, "t", table.read())
+    table.delete("id IN (1, 2)")  # a second delete on a file: cumulative or inlined
+    assert_same(duck, "t", table.read())
+
+    table.update({"s": "concat('upd-', cast(id as string))", "big": "big + 1"}, where="id < 20")
+    assert_same(duck, "t", table.read())
+
+    for version in range(1, lake.current_snapshot().snapshot_id + 1):
+        assert_same(duck, "t", table.read(version=version), at=version)
+
+    table_id = table.info().table_id
+    table.overwrite(spark.createDataFrame(make_rows(500, 12), SCHEMA))
+    assert table.info().table_id == table_id
+    assert_same(duck, "t", table.read())
+
+    duck.execute("INSERT INTO lake.t (id, s) VALUES (9999, 'from duckdb')")
+    assert_same(duck, "t", table.read())
+    duck.execute("UPDATE lake.t SET s = 'dd' WHERE id = 501")
+    duck.execute("DELETE FROM lake.t WHERE id = 502")
+    assert_same(duck, "t", table.read())
+
+
+def test_duckdb_checkpoint_keeps_our_live_files(spark, lake, duck, lake_target):  # noqa: ANN001
+    table = lake.create_table("main.c", spark.createDataFrame(make_rows(0, 30), SCHEMA))
+    table.delete("id < 12")
+    table.append(spark.createDataFrame(make_rows(100, 2), SCHEMA))
+    expected = spark_rows(table.read())
+    duck.execute("CHECKPOINT")
+    assert spark_rows(table.read()) == expected
+    assert_same(duck, "c", table.read())
+    leftovers = [f for _, _, fs in os.walk(lake_target.data_path) for f in fs
+                 if not f.endswith(".parquet")]
+    assert leftovers == []
+
+
+def test_small_writes_are_inlined_and_leave_no_files(spark, lake, duck, lake_target):  # noqa: ANN001
+    table = lake.create_table("main.small", SCHEMA)
+    table.append(spark.createDataFrame(make_rows(0, 10), SCHEMA))
+    files = [f for _, _, fs in os.walk(lake_target.data_path) for f in fs]
+    assert files == []
+    assert lake.current_snapshot().changes == ["inlined_insert:1"]
+    assert_same(duck, "small", table.read())
+    table.append(spark.sql("SELECT * FROM range(11)").selectExpr(
+        *[f"cast(null as {f.dataType.simpleString()}) as {f.name}" if f.name != "id" else
+          "cast(id as int) as id" for f in SCHEMA.fields]))
+    assert lake.current_snapshot().changes == ["inserted_into_table:1"]
+    assert_same(duck, "small", table.read())
+
+
+FLAT = T.StructType([f for f in SCHEMA.fields if f.name not in ("arr", "mp")])
+
+
+@pytest.mark.parametrize("n_rows", [40, 6])
+def test_duckdb_table_changes_labels_our_updates(spark, lake, duck, n_rows):  # noqa: ANN001
+    rows = [r[:15] for r in make_rows(0, n_rows)]
+    table = lake.create_table("main.u", spark.createDataFrame(rows, FLAT))
+    table.update({"s": "concat('upd-', cast(id as string))", "big": "big + 1"}, where="id < 5")
+    sid = lake.current_snapshot().snapshot_id
+    assert_same(duck, "u", table.read())
+    changes = duck_rows(
+        duck, f"SELECT change_type, count(*) FROM ducklake_table_changes('lake', 'main', 'u', "
+        f"{sid}, {sid}) GROUP BY 1")
+    assert dict(changes) == {"update_preimage": 5, "update_postimage": 5}
+    ids_before = duck_rows(duck, f"SELECT rowid, id FROM lake.u AT (VERSION => {sid - 1})")
+    assert duck_rows(duck, "SELECT rowid, id FROM lake.u") == ids_before
