@@ -124,10 +124,11 @@ def test_small_writes_are_inlined_and_leave_no_files(spark, lake, duck, lake_tar
 FLAT = T.StructType([f for f in SCHEMA.fields if f.name not in ("arr", "mp")])
 
 
-@pytest.mark.parametrize("n_rows", [40, 6])
-def test_duckdb_table_changes_labels_our_updates(spark, lake, duck, n_rows):  # noqa: ANN001
-    rows = [r[:15] for r in make_rows(0, n_rows)]
-    table = lake.create_table("main.u", spark.createDataFrame(rows, FLAT))
+@pytest.mark.parametrize(("n_rows", "nested"), [(40, False), (6, False), (40, True)])
+def test_duckdb_table_changes_labels_our_updates(spark, lake, duck, n_rows, nested):  # noqa: ANN001
+    schema = SCHEMA if nested else FLAT
+    rows = [r[:len(schema.fields)] for r in make_rows(0, n_rows)]
+    table = lake.create_table("main.u", spark.createDataFrame(rows, schema))
     table.update({"s": "concat('upd-', cast(id as string))", "big": "big + 1"}, where="id < 5")
     sid = lake.current_snapshot().snapshot_id
     assert_same(duck, "u", table.read())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import struct
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -114,4 +113,4 @@ def list_files(path: str) -> list[str]:
 
 
 def is_local(path: str) -> bool:
-    return "://" not in strip_scheme(path) and not urlparse(path).scheme[1:]
+    return "://" not in strip_scheme(path)

@@ -1,23 +1,18 @@
 """Give Spark-written Parquet files the field ids DuckDB's ``ducklake`` extension maps columns by.
 
-DuckDB reads a lake data file by matching Parquet ``field_id`` s to DuckLake column ids. Spark
-4.x writes ids on top-level columns and struct children only, never on the ``element`` node of
-a list or the ``key``/``value`` nodes of a map, so DuckDB reads list elements as NULL and fails
-on maps. :func:`set_field_ids` repairs a finished file by rewriting only its footer::
+DuckDB matches Parquet ``field_id`` s to DuckLake column ids. Spark 4.x writes ids on top-level
+columns and struct children only, never on a list's ``element`` or a map's ``key``/``value``,
+so DuckDB reads list elements as NULL and fails on maps. :func:`set_field_ids` repairs a
+finished file by rewriting only the footer of
+``PAR1 | pages, page indexes, bloom filters | FileMetaData | u32 LE length | PAR1``: every offset
+in the footer is absolute and points before it, so a footer of another length can replace it.
 
-    PAR1 | column chunks, page indexes, bloom filters | FileMetaData | len (u32 LE) | PAR1
-
-Everything before ``FileMetaData`` stays byte-identical. That is safe because every offset in
-the footer (data/dictionary pages, column/offset indexes, bloom filters) is absolute from the
-start of the file and points *before* the footer, so a footer of a different length can replace
-the old one in place.
-
-The footer is Thrift (compact protocol). Instead of a schema-bound Thrift binding (none ships
-with pyarrow, and a binding would drop fields it does not know), the tiny codec below decodes
-any struct to a generic tree of ``(field id, type, value)`` and encodes it back canonically --
-which is what parquet-java and parquet-cpp emit, so an unchanged footer re-encodes to the very
-same bytes (``tests/unit/test_parquet_footer.py`` checks this on real footers). Unknown and
-future fields, ``key_value_metadata``, statistics etc. therefore survive untouched.
+The footer is Thrift compact protocol. Rather than a schema-bound binding (pyarrow ships none,
+and a binding drops fields it does not know), the small codec below decodes any struct to a
+generic tree of ``(field id, type, value)`` and re-encodes it canonically, as parquet-java and
+parquet-cpp write it: an unchanged footer gives back the same bytes (checked on real footers in
+``tests/unit/test_parquet_footer.py``), so statistics, ``key_value_metadata`` and fields newer
+than this code survive untouched.
 """
 
 from __future__ import annotations
@@ -44,7 +39,7 @@ SCHEMA_FIELD_ID = 9  # SchemaElement.field_id: i32
 
 @dataclass
 class TList:
-    """A Thrift list or set: the element type is kept so that empty lists round-trip too."""
+    """A Thrift list or set; the element type is kept so that empty lists round-trip too."""
 
     etype: int
     items: list[Any] = field(default_factory=list)
@@ -61,8 +56,7 @@ class TMap:
 
 @dataclass
 class TField:
-    """One struct field. ``value`` is bool, int, bytes (binary; raw 8 bytes for double),
-    :class:`TList`, :class:`TMap` or :class:`TStruct` depending on ``ttype``."""
+    """``value``: bool, int, bytes (raw 8 bytes for a double), TList, TMap or TStruct."""
 
     fid: int
     ttype: int

@@ -179,7 +179,7 @@ class SparkLake:
             if local.num_rows <= limit:
                 rows = local
         if rows is None:
-            staged = spark_write.stage(self.spark, conformed, table_dir, columns)
+            staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids)
             if inline_ok and limit > 0 and staged.row_count <= limit:
                 rows = staged.read_rows()
                 staged.discard()

@@ -26,6 +26,7 @@ from ..lake.commit import NameMappingSpec, NewDataFile, uuid7
 from ..lake.delete_files import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import SchemaMismatchError
 from ..lake.models import ColumnInfo
+from ..lake.parquet_footer import set_field_ids
 from ..lake.types import LakeType, is_promotion
 from .types import FIELD_ID_KEY, lake_type, write_type
 
@@ -128,6 +129,39 @@ def parquet_leaves(columns: Sequence[ColumnInfo]) -> dict[str, tuple[int, LakeTy
     return out
 
 
+def field_id_paths(columns: Sequence[ColumnInfo], row_ids: bool = False
+                   ) -> dict[tuple[str, ...], int]:
+    """Every Spark Parquet node that is a DuckLake column, by path, with its column id.
+
+    These are the ids DuckDB writes itself: top-level columns, struct children, list
+    ``element`` and map ``key``/``value`` (not the repeated ``list``/``key_value`` groups).
+    """
+    out: dict[tuple[str, ...], int] = {}
+
+    def visit(column: ColumnInfo, path: tuple[str, ...]) -> None:
+        out[path] = column.column_id
+        kind = column.type.name
+        if kind == "list":
+            visit(column.children[0], path + ("list", "element"))
+        elif kind == "map":
+            visit(column.children[0], path + ("key_value", "key"))
+            visit(column.children[1], path + ("key_value", "value"))
+        else:
+            for child in column.children:
+                visit(child, path + (child.column_name,))
+
+    for column in columns:
+        visit(column, (column.column_name,))
+    if row_ids:
+        out[(ROW_ID_COLUMN,)] = ROW_ID_FIELD_ID
+    return out
+
+
+def needs_field_id_patch(columns: Sequence[ColumnInfo]) -> bool:
+    """Spark writes no ids on list elements and map keys/values; only then must we patch."""
+    return any(n.type.name in ("list", "map") for c in columns for n in c.walk())
+
+
 def name_mapping(columns: Sequence[ColumnInfo],
                  row_ids: bool = False) -> tuple[NameMappingSpec, ...] | None:
     """A name mapping for Spark files of tables with lists or maps (Spark writes no ids there).
@@ -163,6 +197,7 @@ class StagedWrite:
     staging_dir: str
     files: list[tuple[str, pq.FileMetaData, int, int]] = field(default_factory=list)
     nan_columns: dict[int, bool] = field(default_factory=dict)
+    field_ids_complete: bool = True
 
     @property
     def row_count(self) -> int:
@@ -179,7 +214,7 @@ class StagedWrite:
                 row_ids: bool = False) -> tuple[list[NewDataFile], list[str]]:
         """Move the files to their DuckLake names; returns the new files and their paths."""
         leaves = parquet_leaves(columns)
-        mapping = name_mapping(columns, row_ids)
+        mapping = None if self.field_ids_complete else name_mapping(columns, row_ids)
         out, paths = [], []
         for path, metadata, size, footer in self.files:
             name = f"ducklake-{uuid7()}.parquet"
@@ -197,7 +232,7 @@ class StagedWrite:
 
 
 def stage(spark: SparkSession, df: DataFrame, table_dir: str,
-          columns: Sequence[ColumnInfo]) -> StagedWrite:
+          columns: Sequence[ColumnInfo], row_ids: bool = False) -> StagedWrite:
     """Have Spark write ``df`` (already conformed) under a staging directory of the table."""
     staging = f"{table_dir}_ducklake_staging_{uuid.uuid4().hex}"
     floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
@@ -219,10 +254,17 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     staged = StagedWrite(spark, staging)
     staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
                           for c in floats}
+    patch = needs_field_id_patch(columns)
+    ids = field_id_paths(columns, row_ids) if patch else {}
     try:
         for path in _hadoop_list(spark, staging):
             if not path.endswith(".parquet"):
                 continue
+            if patch:
+                if lake_files.is_local(path):
+                    set_field_ids(path, ids)
+                else:
+                    staged.field_ids_complete = False
             metadata, size, footer = lake_files.read_footer(path)
             if metadata.num_rows == 0:
                 continue

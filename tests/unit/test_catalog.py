@@ -1,0 +1,157 @@
+"""The catalog client against real SQLite and PostgreSQL catalogs, with DuckDB as the oracle."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import sqlite3
+
+import pytest
+from conftest import duckdb_connect
+
+from dbt.adapters.ducklake.lake import (
+    CatalogConnectionError,
+    ColumnSpec,
+    FormatVersionError,
+    InvalidArgumentError,
+    Lake,
+    SnapshotNotFoundError,
+    Transaction,
+)
+from dbt.adapters.ducklake.lake.connect import parse_catalog
+from dbt.adapters.ducklake.lake.tables import create_schema, create_table
+
+
+def open_lake(target) -> Lake:  # noqa: ANN001
+    return Lake.open(target.catalog, target.data_path, **target.open_kwargs())
+
+
+def test_new_lake_matches_duckdb(tmp_path):  # noqa: ANN001
+    ours = tmp_path / "ours.sqlite"
+    Lake.open(f"sqlite:///{ours}", str(tmp_path / "d1")).close()
+    theirs = tmp_path / "theirs.sqlite"
+    duck = duckdb_connect()
+    duck.execute(f"ATTACH 'ducklake:sqlite:{theirs}' AS l (DATA_PATH '{tmp_path}/d2/')")
+    duck.close()
+
+    def layout(path):  # noqa: ANN001, ANN202
+        con = sqlite3.connect(path)
+        names = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        cols = {n: [(c[1], c[2].upper(), c[5]) for c in con.execute(f"PRAGMA table_info({n})")]
+                for n in names}
+        rows = {
+            "snapshot": con.execute("SELECT snapshot_id, schema_version, next_catalog_id, "
+                                    "next_file_id FROM ducklake_snapshot").fetchall(),
+            "changes": con.execute("SELECT * FROM ducklake_snapshot_changes").fetchall(),
+            "schema": con.execute("SELECT schema_id, begin_snapshot, end_snapshot, schema_name, "
+                                  "path, path_is_relative FROM ducklake_schema").fetchall(),
+            "meta": con.execute("SELECT key, scope, scope_id FROM ducklake_metadata "
+                                "ORDER BY key").fetchall(),
+            "version": con.execute("SELECT value FROM ducklake_metadata WHERE key IN "
+                                   "('version', 'created_by', 'encrypted') ORDER BY key")
+            .fetchall(),
+        }
+        return cols, rows
+
+    assert layout(ours) == layout(theirs)
+    assert len(layout(ours)[0]) == 28
+
+
+def test_duckdb_uses_a_lake_we_created(lake_target):  # noqa: ANN001
+    lake = open_lake(lake_target)
+    tx = Transaction(lake)
+    create_schema(tx, "s1")
+    create_table(tx, "s1", "t", [ColumnSpec("id", "int64"), ColumnSpec("name", "varchar")])
+    snap = tx.commit(author="me", commit_message="setup", commit_extra_info={"k": 1})
+    assert snap.changes == ['created_schema:"s1"', 'created_table:"s1"."t"']
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    duck.execute("INSERT INTO lake.s1.t VALUES (1, 'a'), (2, 'b')")
+    assert duck.execute("SELECT * FROM lake.s1.t ORDER BY id").fetchall() == [(1, "a"), (2, "b")]
+    info = duck.execute("SELECT author, commit_message, commit_extra_info FROM "
+                        f"ducklake_snapshots('lake') WHERE snapshot_id = {snap.snapshot_id}"
+                        ).fetchall()
+    assert info == [("me", "setup", '{"k": 1}')]
+    duck.close()
+    latest = lake.latest_snapshot()
+    assert latest.changes == [f"inlined_insert:{lake.table('s1', 't').table_id}"]
+    assert [t.table_name for t in lake.tables("s1")] == ["t"]
+    assert [c.column_name for c in lake.columns(lake.table("s1", "t").table_id)] == ["id", "name"]
+
+
+def test_open_a_lake_duckdb_created(lake_target):  # noqa: ANN001
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    duck.execute("CREATE SCHEMA lake.sales")
+    duck.execute("CREATE TABLE lake.sales.orders (id INT, s STRUCT(a INT, b VARCHAR[]))")
+    duck.execute("CREATE VIEW lake.sales.v AS SELECT id FROM lake.sales.orders")
+    duck.close()
+    lake = open_lake(lake_target)
+    assert [s.schema_name for s in lake.schemas()] == ["main", "sales"]
+    assert [v.view_name for v in lake.views("sales")] == ["v"]
+    (col_id, col_s) = lake.columns(lake.table("sales", "orders").table_id)
+    assert col_s.column_type == "struct"
+    assert [c.column_name for c in col_s.children] == ["a", "b"]
+    assert col_s.children[1].children[0].column_type == "int32" or \
+        col_s.children[1].children[0].column_type == "varchar"
+
+
+def test_other_format_versions_are_refused_untouched(tmp_path):  # noqa: ANN001
+    path = tmp_path / "c.sqlite"
+    Lake.open(f"sqlite:///{path}", str(tmp_path / "data")).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE ducklake_metadata SET value = '0.4' WHERE key = 'version'")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(FormatVersionError, match="'0.4'.*not modified"):
+        Lake.open(f"sqlite:///{path}")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_snapshot_resolution(lake_target):  # noqa: ANN001
+    lake = open_lake(lake_target)
+    times = []
+    for name in ("a", "b", "c"):
+        tx = Transaction(lake)
+        create_schema(tx, name)
+        times.append(tx.commit().snapshot_time)
+    assert lake.snapshot(version=2).snapshot_id == 2
+    assert lake.snapshot(timestamp=times[1]).snapshot_id == 2
+    assert lake.snapshot(timestamp=times[1] + dt.timedelta(microseconds=1)).snapshot_id == 2
+    assert lake.snapshot(timestamp=times[2].isoformat()).snapshot_id == 3
+    assert lake.snapshot().snapshot_id == 3
+    with pytest.raises(SnapshotNotFoundError, match="no snapshot with version 42"):
+        lake.snapshot(version=42)
+    with pytest.raises(SnapshotNotFoundError, match="at or before"):
+        lake.snapshot(timestamp="2001-01-01 00:00:00+00")
+    assert [s.snapshot_id for s in lake.snapshots()] == [0, 1, 2, 3]
+    assert lake.snapshots()[1].changes == ['created_schema:"a"']
+    assert [s.schema_name for s in lake.schemas(at=2)] == ["main", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "dialect"),
+    [
+        ("sqlite:///rel/c.sqlite", "sqlite"),
+        ("sqlite:rel/c.sqlite", "sqlite"),
+        ("ducklake:sqlite:/abs/c.sqlite", "sqlite"),
+        ("postgresql+psycopg://u@h:5432/db", "postgresql"),
+        ("postgresql://u:secret@h/db", "postgresql"),
+        ("postgres:dbname=db host=h user=u", "postgresql"),
+    ],
+)
+def test_catalog_strings(text, dialect):  # noqa: ANN001
+    target = parse_catalog(text, "/base")
+    assert target.dialect == dialect
+    assert "secret" not in target.display
+
+
+def test_bad_catalogs_get_clear_errors(tmp_path):  # noqa: ANN001
+    with pytest.raises(CatalogConnectionError, match="unknown catalog scheme 'mysql'.*sqlite:///"):
+        Lake.open("mysql://u@h/db", str(tmp_path))
+    with pytest.raises(CatalogConnectionError, match="cannot connect to the DuckLake catalog"):
+        Lake.open("postgres:dbname=test host=127.0.0.1 port=1 connect_timeout=2", str(tmp_path))
+    with pytest.raises(InvalidArgumentError, match="data_path is required"):
+        Lake.open(f"sqlite:///{tmp_path}/new.sqlite")
