@@ -456,6 +456,58 @@ class Lake:
             + (f" at snapshot {at}" if at is not None else "")
         )
 
+    def relations(self, schema_name: str, at: int | None = None) -> list[tuple[str, str]]:
+        """``(kind, name)`` of every table and view in a schema, in one catalog query."""
+        with self.read() as conn:
+            rows = conn.execute(
+                text(f"SELECT 'table', t.table_name FROM {self.t('ducklake_table')} t JOIN "
+                     f"{self.t('ducklake_schema')} s ON s.schema_id = t.schema_id AND "
+                     f"{visible('s')} WHERE {visible('t')} AND s.schema_name = :n "
+                     f"UNION ALL SELECT 'view', v.view_name FROM {self.t('ducklake_view')} v "
+                     f"JOIN {self.t('ducklake_schema')} s ON s.schema_id = v.schema_id AND "
+                     f"{visible('s')} WHERE {visible('v')} AND s.schema_name = :n"),
+                {"n": schema_name, "s": self._at(at, conn)},
+            ).all()
+        return [(r[0], r[1]) for r in rows]
+
+    def live_size(self, table_id: int, conn: Connection, at: int | None = None) -> tuple[int, int]:
+        """(rows, bytes) of a table at a snapshot: live files minus deletes plus inlined rows.
+
+        ``ducklake_table_stats.record_count`` only ever grows, so it is no row count.
+        """
+        s = self._at(at, conn)
+        files = self.data_files(table_id, s, conn)
+        live = {f.data_file_id for f in files}
+        rows = sum(f.record_count for f in files)
+        size = sum(f.file_size_bytes for f in files)
+        rows -= sum(d.delete_count for fid, d in self.delete_files(table_id, s, conn).items()
+                    if fid in live)
+        from . import inlined_data
+
+        for fid, entries in inlined_data.read_file_deletes(self, conn, table_id, s).items():
+            if fid in live:
+                rows -= len(entries)
+        for table in self.inlined_data_tables(table_id, conn):
+            rows += int(conn.execute(
+                text(f"SELECT COUNT(*) FROM {self.t(table.table_name)} WHERE {visible()}"),
+                {"s": s}).scalar() or 0)
+        return rows, size
+
+    def comment(self, object_id: int, conn: Connection, at: int | None = None) -> str | None:
+        row = conn.execute(
+            text(f"SELECT value FROM {self.t('ducklake_tag')} WHERE object_id = :o AND "
+                 f"key = 'comment' AND {visible()}"),
+            {"o": object_id, "s": self._at(at, conn)}).first()
+        return None if row is None else row[0]
+
+    def column_comments(self, table_id: int, conn: Connection,
+                        at: int | None = None) -> dict[int, str]:
+        rows = conn.execute(
+            text(f"SELECT column_id, value FROM {self.t('ducklake_column_tag')} WHERE "
+                 f"table_id = :t AND key = 'comment' AND {visible()}"),
+            {"t": table_id, "s": self._at(at, conn)}).all()
+        return {int(c): v for c, v in rows}
+
     def table_by_id(self, table_id: int, at: int, conn: Connection) -> TableInfo | None:
         for table in self.tables(None, at, conn):
             if table.table_id == table_id:

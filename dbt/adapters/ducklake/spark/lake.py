@@ -15,7 +15,7 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlined_data import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableInfo
+from ..lake.types import LakeType, is_promotion
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
 from .types import column_specs, table_schema
@@ -199,10 +200,10 @@ class SparkLake:
         return len(inlined) + sum(f.record_count for f in new_files)
 
 
-def provisional_columns(specs: list[ColumnSpec]) -> list[ColumnInfo]:
-    """Column infos with the ids ``create_table`` will assign (1.., depth-first)."""
+def provisional_columns(specs: list[ColumnSpec], first_id: int = 1) -> list[ColumnInfo]:
+    """Column infos with the ids ``create_table`` will assign (``first_id``.., depth-first)."""
     out: list[ColumnInfo] = []
-    counter = [1]
+    counter = [first_id]
 
     def build(spec: ColumnSpec, parent: int | None) -> ColumnInfo:
         cid = counter[0]
@@ -279,11 +280,61 @@ class LakeTable:
         tx.touch_data_files([f.data_file_id for f in state.data_files])
         return self._lake.commit(tx, info)
 
+    def replace(self, df: DataFrame, info: CommitInfo | None = None,
+                evolve: bool = True) -> tuple[Snapshot, str | None]:
+        """Replace contents and, with ``evolve``, the columns, keeping the table's identity.
+
+        Added, dropped and widened columns are altered in the same snapshot as the new data.
+        A change DuckLake cannot alter in place (a narrowing type, a changed nested type)
+        recreates the table instead; the second value says why, else it is ``None``.
+        """
+        if not evolve:
+            return self.overwrite(df, info), None
+        state = self.state()
+        current = {c.column_name.lower(): c for c in state.columns}
+        wanted = column_specs(df.schema)
+        add, retype, reason = [], [], None
+        for spec in wanted:
+            col = current.get(spec.name.lower())
+            if col is None:
+                add.append(spec)
+            elif _spec_signature(spec) != _column_signature(col):
+                if col.type.nested or LakeType.parse(spec.type).nested or not is_promotion(
+                        col.type, LakeType.parse(spec.type)):
+                    reason = f"column {col.column_name}: {_describe(col)} -> {spec.type}"
+                    break
+                retype.append((col.column_name, spec.type))
+        wanted_names = {s.name.lower() for s in wanted}
+        drop = [c.column_name for c in state.columns if c.column_name.lower() not in wanted_names]
+        if reason is not None:
+            self._lake.drop_table(self.name, info=info)
+            self._lake.create_table(self.name, df, info=info)
+            return self._lake.current_snapshot(), reason
+        tx = self._tx(state)
+        ref = TableRef(state.table.table_id)
+        columns = state.columns
+        if add or drop or retype:
+            tables.alter_columns(tx, ref, add=add, drop=drop, retype=retype)
+            with self._lake.lake.read() as conn:
+                first = self._lake.lake.max_column_id(state.table.table_id, conn) + 1
+            types = dict((n.lower(), t) for n, t in retype)
+            columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type))
+                       for c in state.columns if c.column_name.lower() in wanted_names]
+            columns += provisional_columns(add, first)
+        self._lake._stage_insert(
+            tx, ref, df, state.table_dir, columns, state.schema.schema_id,
+            state.table.table_id, inline_ok=can_inline(columns, self._lake.lake.dialect),
+            replace=True)
+        tx.touch_data_files([f.data_file_id for f in state.data_files])
+        return self._lake.commit(tx, info), None
+
     def delete(self, where: str | Column | None = None,
-               info: CommitInfo | None = None) -> Snapshot | None:
+               info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
         """DELETE the rows matching ``where`` (all rows when ``None``)."""
         state = self.state()
         df = scan(self._lake.spark, state, metadata=True)
+        if alias:
+            df = df.alias(alias)
         if where is not None:
             df = df.where(where if isinstance(where, Column) else F.expr(where))
         positions, inlined = _locations(df)
@@ -294,7 +345,7 @@ class LakeTable:
         return self._lake.commit(tx, info)
 
     def update(self, set: Mapping[str, str | Column], where: str | Column | None = None,
-               info: CommitInfo | None = None) -> Snapshot | None:
+               info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
         """UPDATE ... SET col = expr WHERE ...; updated rows keep their row ids."""
         state = self.state()
         names = {c.column_name.lower(): c.column_name for c in state.columns}
@@ -306,6 +357,8 @@ class LakeTable:
         exprs = {names[k.lower()]: (v if isinstance(v, Column) else F.expr(v))
                  for k, v in set.items()}
         df = scan(self._lake.spark, state, metadata=True)
+        if alias:
+            df = df.alias(alias)
         if where is not None:
             df = df.where(where if isinstance(where, Column) else F.expr(where))
         df = df.cache()
@@ -341,3 +394,16 @@ def _locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
         else:
             positions.setdefault(fid, []).append(pos)
     return positions, inlined
+
+
+def _spec_signature(spec: ColumnSpec) -> tuple:
+    return (spec.type, tuple((c.name, _spec_signature(c)) for c in spec.children))
+
+
+def _column_signature(column: ColumnInfo) -> tuple:
+    return (column.column_type, tuple((c.column_name, _column_signature(c))
+                                      for c in column.children))
+
+
+def _describe(column: ColumnInfo) -> str:
+    return column.column_type

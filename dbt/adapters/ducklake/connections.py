@@ -1,0 +1,297 @@
+"""Connections: one SparkSession and one lake per profile, a DB-API-shaped cursor per thread.
+
+Spark has no transactions and neither do we need them here: atomicity lives in the DuckLake
+commit of each statement, so BEGIN and COMMIT are no-ops (as in dbt-spark).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.sql import SQLConnectionManager
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+
+from .__version__ import version as adapter_version
+from .credentials import DuckLakeCredentials
+from .lake.errors import DuckLakeError
+from .spark.lake import CommitInfo, SparkLake
+from .sql.engine import Engine, StatementResult
+from .sql.views import ViewRegistry
+
+logger = AdapterLogger("DuckLake")
+
+_runtimes: dict[tuple[Any, ...], Runtime] = {}
+_runtimes_lock = threading.Lock()
+_local = threading.local()
+
+
+@dataclass
+class Runtime:
+    """The SparkSession, lake and statement engine shared by all threads of one profile."""
+
+    spark: Any
+    lake: SparkLake
+    registry: ViewRegistry
+    engine: Engine
+    credentials: DuckLakeCredentials
+
+
+def _project_dir() -> str | None:
+    try:
+        from dbt.flags import get_flags
+
+        return getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # noqa: BLE001 - outside a dbt invocation
+        return None
+
+
+def _invocation() -> tuple[str | None, str | None]:
+    invocation_id = command = None
+    try:
+        from dbt_common.invocation import get_invocation_id
+
+        invocation_id = get_invocation_id()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from dbt.flags import get_flags
+
+        command = getattr(get_flags(), "WHICH", None)
+    except Exception:  # noqa: BLE001
+        pass
+    return invocation_id, command
+
+
+def spark_session(credentials: DuckLakeCredentials) -> Any:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+               .config("spark.sql.parquet.fieldId.write.enabled", "true")
+               .config("spark.sql.parquet.fieldId.read.enabled", "true"))
+    for key, value in (credentials.spark_conf or {}).items():
+        builder = builder.config(key, str(value))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
+    key = (credentials.catalog, credentials.data_path, credentials.metadata_schema,
+           credentials.master, credentials.snapshot_version, _project_dir())
+    with _runtimes_lock:
+        runtime = _runtimes.get(key)
+        if runtime is not None:
+            return runtime
+        catalog, data_path = credentials.resolved_paths(_project_dir())
+        base_dir = _project_dir()
+        try:
+            spark = spark_session(credentials)
+        except Exception as exc:  # noqa: BLE001
+            raise DbtRuntimeError(
+                f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
+                "that Java 17 is installed (java -version) and JAVA_HOME points to it."
+            ) from exc
+        from .lake.catalog import Lake
+
+        lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
+                         data_inlining_row_limit=credentials.data_inlining_row_limit,
+                         base_dir=base_dir)
+        spark_lake = SparkLake(spark, lake)
+        registry = ViewRegistry(spark, spark_lake, credentials.snapshot_version)
+        engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
+                        read_only=credentials.snapshot_version is not None)
+        runtime = Runtime(spark, spark_lake, registry, engine, credentials)
+        _runtimes[key] = runtime
+        return runtime
+
+
+def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
+    def build(kind: str) -> CommitInfo:
+        invocation_id, command = _invocation()
+        node = getattr(_local, "node", None)
+        try:
+            from dbt.version import __version__ as dbt_version
+        except Exception:  # noqa: BLE001
+            dbt_version = None
+        author = credentials.author or getpass.getuser()
+        message = f"dbt {command or 'run'}: {node or 'ad hoc'} ({kind})"
+        extra = {"invocation_id": invocation_id, "node_unique_id": node,
+                 "dbt_version": dbt_version, "adapter": "dbt-ducklake",
+                 "adapter_version": adapter_version, "statement": kind}
+        return CommitInfo(author, message, extra)
+
+    return build
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+class DuckLakeCursor:
+    """DB-API-shaped cursor: ``execute`` routes through the engine, results come from Spark."""
+
+    def __init__(self, runtime: Runtime, node: str | None) -> None:
+        self.runtime = runtime
+        self.node = node
+        self.result: StatementResult | None = None
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    def execute(self, sql: str, bindings: Any = None) -> None:
+        if bindings:
+            sql = _bind(sql, bindings)
+        _local.node = self.node
+        self._rows = None
+        self.result = self.runtime.engine.execute(sql)
+
+    @property
+    def description(self) -> list[tuple[Any, ...]]:
+        if self.result is None or self.result.df is None:
+            return []
+        return [(f.name, f.dataType.simpleString(), None, None, None, None, f.nullable)
+                for f in self.result.df.schema.fields]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        if self._rows is None:
+            df = self.result.df if self.result else None
+            self._rows = [tuple(r) for r in df.collect()] if df is not None else []
+        return self._rows
+
+    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        if self._rows is None and self.result is not None and self.result.df is not None:
+            return [tuple(r) for r in self.result.df.limit(size).collect()]
+        return self.fetchall()[:size]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    @property
+    def rowcount(self) -> int:
+        return self.result.rows_affected if self.result else -1
+
+    def close(self) -> None:
+        self.result = None
+
+
+def _bind(sql: str, bindings: Any) -> str:
+    """Inline ``%s`` parameters as Spark SQL literals (dbt passes them only for seeds/tests)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    def literal(value: Any) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, (int, float, Decimal)):
+            return repr(value) if not isinstance(value, Decimal) else str(value)
+        if isinstance(value, dt.datetime):
+            return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+        if isinstance(value, dt.date):
+            return f"DATE '{value.isoformat()}'"
+        text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+        return f"'{text}'"
+
+    parts = sql.split("%s")
+    if len(parts) - 1 != len(bindings):
+        raise DbtRuntimeError("wrong number of bindings for the statement")
+    out = [parts[0]]
+    for value, part in zip(bindings, parts[1:]):
+        out.append(literal(value))
+        out.append(part)
+    return "".join(out)
+
+
+class DuckLakeHandle:
+    def __init__(self, runtime: Runtime, connection: Connection) -> None:
+        self.runtime = runtime
+        self.connection = connection
+
+    def cursor(self) -> DuckLakeCursor:
+        return DuckLakeCursor(self.runtime, self.connection.name)
+
+    def close(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+
+class DuckLakeConnectionManager(SQLConnectionManager):
+    TYPE = "ducklake"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        credentials: DuckLakeCredentials = connection.credentials
+        try:
+            runtime = runtime_for(credentials)
+        except DuckLakeError as exc:
+            connection.state = ConnectionState.FAIL
+            raise DbtDatabaseError(f"could not open the lake: {exc}") from exc
+        connection.handle = DuckLakeHandle(runtime, connection)
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    @classmethod
+    def get_response(cls, cursor: DuckLakeCursor) -> AdapterResponse:
+        result = cursor.result
+        if result is None:
+            return AdapterResponse(_message="OK")
+        message = result.kind
+        if result.snapshot is not None:
+            message = f"{result.kind} (snapshot {result.snapshot.snapshot_id})"
+        return AdapterResponse(_message=message, rows_affected=result.rows_affected,
+                               code=result.kind)
+
+    def cancel(self, connection: Connection) -> None:
+        pass
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        try:
+            yield
+        except (DbtRuntimeError, DbtDatabaseError):
+            raise
+        except DuckLakeError as exc:
+            raise DbtDatabaseError(str(exc)) from exc
+        except Exception as exc:
+            raise DbtDatabaseError(_spark_message(exc)) from exc
+
+    def add_begin_query(self) -> None:
+        pass
+
+    def add_commit_query(self) -> None:
+        pass
+
+    def begin(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+    @classmethod
+    def data_type_code_to_name(cls, type_code: Any) -> str:
+        return str(type_code)
+
+
+def _spark_message(exc: BaseException) -> str:
+    """Spark's error without the JVM stack trace."""
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if not line.strip().startswith("at ")]
+    cut = "\n".join(lines[:20])
+    return cut or type(exc).__name__

@@ -1,0 +1,80 @@
+"""The ``type: ducklake`` profile: where the lake lives and how Spark runs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.contracts.connection import Credentials
+from dbt_common.exceptions import DbtRuntimeError
+
+DEFAULT_CATALOG = "sqlite:///lake/catalog.sqlite"
+DEFAULT_DATA_PATH = "lake/data/"
+
+
+@dataclass
+class DuckLakeCredentials(Credentials):
+    """A flat profile in dbt's usual style; relative paths resolve against the project dir."""
+
+    database: str = "lake"
+    schema: str = "main"
+    catalog: str = DEFAULT_CATALOG
+    data_path: str = DEFAULT_DATA_PATH
+    master: str = "local[*]"
+    spark_conf: dict[str, Any] = field(default_factory=dict)
+    metadata_schema: str | None = None
+    data_inlining_row_limit: int | None = None
+    snapshot_version: int | None = None
+    author: str | None = None
+    max_retry_count: int = 10
+    app_name: str = "dbt-ducklake"
+
+    _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf"}
+
+    @property
+    def type(self) -> str:
+        return "ducklake"
+
+    @property
+    def unique_field(self) -> str:
+        return self.catalog
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return ("catalog", "data_path", "schema", "master", "metadata_schema",
+                "data_inlining_row_limit", "snapshot_version")
+
+    @classmethod
+    def __pre_deserialize__(cls, data: dict[Any, Any]) -> dict[Any, Any]:
+        data = super().__pre_deserialize__(data)
+        known = set(cls.__dataclass_fields__) | set(cls._ALIASES) | {
+            "type", "threads", "profile_name", "target_name", "retries", "connect_retries",
+            "connect_timeout", "retry_all", "method", "host", "port", "user"}
+        unknown = sorted(k for k in data if k not in known)
+        if unknown:
+            raise DbtRuntimeError(
+                f"unknown key(s) in the ducklake profile: {', '.join(unknown)}. Accepted keys: "
+                + ", ".join(sorted(k for k in cls.__dataclass_fields__ if not k.startswith("_")))
+            )
+        if "database" not in data:
+            data["database"] = "lake"
+        limit = data.get("data_inlining_row_limit")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise DbtRuntimeError(
+                f"data_inlining_row_limit must be a non-negative integer, got {limit!r}")
+        version = data.get("snapshot_version")
+        if version is not None and (not isinstance(version, int) or version < 0):
+            raise DbtRuntimeError(
+                f"snapshot_version must be a snapshot id (a non-negative integer), got {version!r}")
+        if not isinstance(data.get("spark_conf", {}), dict):
+            raise DbtRuntimeError("spark_conf must be a mapping of Spark configuration keys")
+        return data
+
+    def resolved_paths(self, project_dir: str | None) -> tuple[str, str]:
+        """The catalog string and data path with relative paths made absolute."""
+        base = project_dir or os.getcwd()
+        catalog = self.catalog
+        data_path = self.data_path
+        if "://" not in data_path and not os.path.isabs(data_path):
+            data_path = os.path.join(base, data_path)
+        return catalog, data_path

@@ -1,0 +1,385 @@
+"""The ducklake adapter: a thin dbt surface over the lake client and the statement engine.
+
+Listing relations and columns reads the DuckLake catalog directly (one query per schema);
+everything that changes data goes through SQL statements the engine carries out, or through
+the few ``@available`` methods macros call (seeds, Python models, docs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.base import AdapterConfig, available
+from dbt.adapters.base.impl import ConstraintSupport
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
+from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.sql import SQLAdapter
+from dbt_common.contracts.constraints import ConstraintType
+from dbt_common.exceptions import DbtRuntimeError
+
+from .column import DuckLakeColumn
+from .connections import DuckLakeConnectionManager, Runtime
+from .lake.errors import DuckLakeError, NotFoundError
+from .relation import DuckLakeRelation
+from .spark.read import load_state
+from .spark.types import spark_type
+from .sql.views import LakeName
+
+if TYPE_CHECKING:
+    import agate
+
+
+class DuckLakeConfig(AdapterConfig):
+    file_format: str | None = None
+    location_root: str | None = None
+    partition_by: Any = None
+    tblproperties: dict[str, str] | None = None
+
+
+class DuckLakeAdapter(SQLAdapter):
+    ConnectionManager = DuckLakeConnectionManager
+    Relation = DuckLakeRelation
+    Column = DuckLakeColumn
+    AdapterSpecificConfigs = DuckLakeConfig
+
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
+    }
+
+    _capabilities = CapabilityDict({
+        Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),
+    })
+
+    # ------------------------------------------------------------------ basics
+    @classmethod
+    def date_function(cls) -> str:
+        return "current_timestamp()"
+
+    @classmethod
+    def is_cancelable(cls) -> bool:
+        return False
+
+    def quote(self, identifier: str) -> str:
+        return "`" + identifier.replace("`", "``") + "`"
+
+    @classmethod
+    def convert_text_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "string"
+
+    @classmethod
+    def convert_number_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        import agate
+
+        decimals = agate_table.aggregate(agate.MaxPrecision(col_idx))
+        return "double" if decimals else "bigint"
+
+    @classmethod
+    def convert_integer_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "bigint"
+
+    @classmethod
+    def convert_boolean_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "boolean"
+
+    @classmethod
+    def convert_datetime_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "timestamp"
+
+    @classmethod
+    def convert_date_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "date"
+
+    @classmethod
+    def convert_time_type(cls, agate_table: agate.Table, col_idx: int) -> str:
+        return "string"
+
+    def debug_query(self) -> None:
+        self.execute("select 1 as id")
+
+    def valid_incremental_strategies(self) -> list[str]:
+        return ["append"]
+
+    # ------------------------------------------------------------------ runtime
+    def runtime(self) -> Runtime:
+        connection = self.connections.get_thread_connection()
+        connection = self.connections.open(connection)
+        return connection.handle.runtime
+
+    # ------------------------------------------------------------------ listing
+    def list_schemas(self, database: str) -> list[str]:
+        return [s.schema_name for s in self.runtime().lake.lake.schemas()]
+
+    def check_schema_exists(self, database: str, schema: str) -> bool:
+        return schema in self.list_schemas(database)
+
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        lake = self.runtime().lake.lake
+        out: list[BaseRelation] = []
+        for kind, name in lake.relations(schema_relation.schema):
+            out.append(self.Relation.create(
+                database=schema_relation.database, schema=schema_relation.schema,
+                identifier=name,
+                type=RelationType.View if kind == "view" else RelationType.Table,
+            ))
+        return out
+
+    def get_columns_in_relation(self, relation: BaseRelation) -> list[DuckLakeColumn]:
+        runtime = self.runtime()
+        if relation.schema and relation.identifier:
+            try:
+                state = load_state(runtime.lake.lake, relation.schema, relation.identifier,
+                                   runtime.credentials.snapshot_version)
+                return [DuckLakeColumn(c.column_name, spark_type(c).simpleString())
+                        for c in state.columns]
+            except NotFoundError:
+                pass
+        try:
+            df = runtime.registry.run_with_views(lambda: runtime.spark.table(relation.render()))
+        except Exception:  # noqa: BLE001 - no such relation: dbt expects an empty list
+            return []
+        return [DuckLakeColumn(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+    # ------------------------------------------------------------------ writes from macros
+    @available
+    def ducklake_load_seed(self, relation: BaseRelation, agate_table: agate.Table,
+                           column_types: dict[str, str], full_refresh: bool) -> int:
+        """Create or replace a seed table from a CSV in one snapshot; returns the row count."""
+        from pyspark.sql import functions as F
+
+        runtime = self.runtime()
+        names = list(agate_table.column_names)
+        types = {}
+        for i, name in enumerate(names):
+            types[name] = column_types.get(name) or self.convert_agate_type(agate_table, i)
+        rows = [tuple(_seed_text(v) for v in row) for row in agate_table.rows]
+        schema = ", ".join(f"{self.quote(n)} string" for n in names)
+        df = runtime.spark.createDataFrame(rows, schema)
+        df = df.select(*[F.col(self.quote(n)).cast(types[n]).alias(n) for n in names])
+        lake = runtime.lake
+        name = f"{relation.schema}.{relation.identifier}"
+        existing = lake.lake.tables(relation.schema) if relation.schema in \
+            [s.schema_name for s in lake.lake.schemas()] else []
+        info = runtime.engine.commit_info("SEED")
+        if relation.schema not in [s.schema_name for s in lake.lake.schemas()]:
+            lake.create_schema(relation.schema, if_not_exists=True, info=info)
+        if any(t.table_name == relation.identifier for t in existing):
+            if full_refresh:
+                lake.drop_table(name, info=info)
+                lake.create_table(name, df, info=info)
+            else:
+                lake.table(name).replace(df, info=info)
+        else:
+            lake.create_table(name, df, info=info)
+        runtime.registry.invalidate()
+        return len(rows)
+
+    @available
+    def ducklake_persist_docs(self, relation: BaseRelation, description: str | None,
+                              columns: dict[str, Any] | None) -> None:
+        """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
+        from .lake import tables
+        from .lake.commit import TableRef, Transaction
+
+        runtime = self.runtime()
+        lake = runtime.lake.lake
+        tx = Transaction(lake)
+        ref = None
+        view_id = None
+        try:
+            ref = TableRef(lake.table(relation.schema, relation.identifier).table_id)
+        except NotFoundError:
+            views = [v for v in lake.views(relation.schema) if v.view_name == relation.identifier]
+            if not views:
+                return
+            view_id = views[0].view_id
+            ref = TableRef(None)
+        if description is not None:
+            tables.set_comment(tx, ref, description, view_id=view_id)
+        if columns and view_id is None:
+            names = {c.column_name.lower() for c in lake.columns(ref.table_id)}
+            for name, column in columns.items():
+                text = column.get("description") if isinstance(column, dict) else None
+                if text and name.lower() in names:
+                    tables.set_comment(tx, ref, text, column=name)
+        if not tx.empty:
+            runtime.lake.commit(tx, runtime.engine.commit_info("COMMENT"))
+
+    @available
+    def ducklake_snapshot_name(self, relation: BaseRelation, version: int) -> str:
+        return DuckLakeRelation.snapshot_name(relation, version)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ docs
+    @available
+    def ducklake_catalog(self, schemas: list[str]) -> agate.Table:
+        """Rows of ``dbt docs generate``'s catalog, from DuckLake metadata and statistics."""
+        from dbt_common.clients.agate_helper import table_from_rows
+
+        runtime = self.runtime()
+        lake = runtime.lake.lake
+        rows = []
+        view_comments = {}
+        with lake.read() as conn:
+            wanted = {s.lower() for s in schemas}
+            for table in lake.tables(None, None, conn):
+                if table.schema_name.lower() not in wanted:
+                    continue
+                stats = lake.live_size(table.table_id, conn)
+                comment = lake.comment(table.table_id, conn)
+                col_comments = lake.column_comments(table.table_id, conn)
+                for i, col in enumerate(lake.columns(table.table_id, None, conn)):
+                    rows.append(_catalog_row(table.schema_name, table.table_name, "table",
+                                             comment, col.column_name, i + 1,
+                                             _type_name(col),
+                                             col_comments.get(col.column_id), stats))
+            views = [v for v in lake.views(None, None, conn)
+                     if v.schema_name.lower() in wanted]
+            for view in views:
+                view_comments[view.view_id] = lake.comment(view.view_id, conn)
+        for view in views:
+            relation = self.Relation.create(schema=view.schema_name, identifier=view.view_name)
+            try:
+                fields = runtime.registry.run_with_views(
+                    lambda r=relation: runtime.spark.table(r.render())).schema.fields
+            except Exception:  # noqa: BLE001 - a view Spark cannot analyse has no columns
+                continue
+            for i, f in enumerate(fields):
+                rows.append(_catalog_row(view.schema_name, view.view_name, "view",
+                                         view_comments[view.view_id], f.name, i + 1,
+                                         f.dataType.simpleString(), None, None))
+        columns = ["table_database", "table_schema", "table_name", "table_type", "table_comment",
+                   "table_owner", "column_name", "column_index", "column_type", "column_comment",
+                   "stats:row_count:label", "stats:row_count:value",
+                   "stats:row_count:description", "stats:row_count:include",
+                   "stats:bytes:label", "stats:bytes:value", "stats:bytes:description",
+                   "stats:bytes:include"]
+        # Nodes carry no database (the lake is the only one), so neither do catalog rows.
+        return table_from_rows([[None, *r] for r in rows], columns)
+
+    @classmethod
+    def _catalog_filter_table(cls, table: agate.Table, used_schemas: Any) -> agate.Table:
+        """Filter catalog rows by schema only: a lake is one database, which relations omit."""
+        from dbt_common.clients.agate_helper import table_from_rows
+
+        schemas = {s.lower() for _, s in used_schemas if s is not None}
+        table = table_from_rows(table.rows, table.column_names, text_only_columns=[
+            "table_database", "table_schema", "table_name", "table_type", "table_comment",
+            "table_owner", "column_name", "column_type", "column_comment"])
+        return table.where(lambda row: (row["table_schema"] or "").lower() in schemas)
+
+    @available
+    def ducklake_last_modified(self, relations: list[BaseRelation]) -> agate.Table:
+        """For source freshness: the time of the last snapshot that changed each table."""
+        from dbt_common.clients.agate_helper import table_from_rows
+
+        lake = self.runtime().lake.lake
+        snapshots = lake.snapshots()
+        rows = []
+        for relation in relations:
+            try:
+                table = lake.table(relation.schema, relation.identifier)
+            except NotFoundError:
+                continue
+            created = f'created_table:"{relation.schema}"."{relation.identifier}"'
+            touched = {f"{kind}:{table.table_id}" for kind in (
+                "inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete",
+                "altered_table")} | {created}
+            last = None
+            for snapshot in snapshots:
+                if touched & set(snapshot.changes):
+                    last = snapshot
+            if last is not None:
+                when = last.snapshot_time.replace(tzinfo=None)
+                rows.append([relation.schema, relation.identifier, when, when])
+        return table_from_rows(rows, ["schema", "identifier", "last_modified", "snapshotted_at"])
+
+    # ------------------------------------------------------------------ python models
+    @available.parse_none
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
+        runtime = self.runtime()
+        relation = self.Relation.create(schema=parsed_model["schema"],
+                                        identifier=parsed_model["alias"])
+        result: dict[str, Any] = {}
+
+        def load(name: str) -> Any:
+            return runtime.registry.run_with_views(lambda: runtime.spark.table(name))
+
+        def write(df: Any) -> None:
+            from pyspark.sql import DataFrame
+
+            if not isinstance(df, DataFrame):
+                df = runtime.spark.createDataFrame(df)
+            name = f"{relation.schema}.{relation.identifier}"
+            info = runtime.engine.commit_info("PYTHON MODEL")
+            if not runtime.lake.lake.schemas() or relation.schema not in [
+                    s.schema_name for s in runtime.lake.lake.schemas()]:
+                runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
+            if name in runtime.lake.tables(relation.schema):
+                runtime.lake.table(name).replace(df, info=info)
+            else:
+                runtime.lake.create_table(name, df, info=info)
+            runtime.registry.invalidate()
+            result["rows"] = -1
+
+        scope = {"spark": runtime.spark, "ducklake_load": load, "ducklake_write": write,
+                 "__name__": "__dbt_python_model__"}
+        # Template indentation lands before the first line; module code starts at column 0.
+        code = compiled_code.lstrip()
+        try:
+            exec(compile(code, f"<python model {parsed_model['unique_id']}>", "exec"), scope)
+        except DuckLakeError as exc:
+            raise DbtRuntimeError(f"Python model failed: {exc}") from exc
+        from dbt.adapters.contracts.connection import AdapterResponse
+
+        return AdapterResponse(_message="OK")
+
+    def generate_python_submission_response(self, submission_result: Any) -> Any:
+        return submission_result
+
+    @property
+    def default_python_submission_method(self) -> str:
+        return "session"
+
+    @property
+    def python_submission_helpers(self) -> dict[str, Any]:
+        return {}
+
+    def get_lake_name(self, relation: BaseRelation) -> LakeName:
+        return LakeName(relation.schema, relation.identifier)  # type: ignore[arg-type]
+
+
+def _seed_text(value: Any) -> str | None:
+    import datetime as dt
+    from decimal import Decimal
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):
+        text = format(value, "f")
+        return text
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    return str(value)
+
+
+def _type_name(column: Any) -> str:
+    try:
+        return spark_type(column).simpleString()
+    except DuckLakeError:
+        return column.column_type
+
+
+def _catalog_row(schema: str, name: str, kind: str, comment: str | None, column: str | None,
+                 index: int | None, column_type: str | None, column_comment: str | None,
+                 stats: Any) -> list[Any]:
+    has_stats = stats is not None
+    rows, size = stats if has_stats else (None, None)
+    return [schema, name, kind, comment, None, column, index, column_type, column_comment,
+            "Row count", rows, "Live rows at the latest snapshot (DuckLake metadata)", has_stats,
+            "Size", size, "Bytes of live Parquet data files", has_stats]

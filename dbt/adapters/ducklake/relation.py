@@ -1,0 +1,44 @@
+"""Relations render as one quoted Spark identifier, `` `schema.table` ``: the temp-view name
+under which the connection registers the lake table before a statement runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dbt.adapters.base.relation import BaseRelation, Policy
+
+
+@dataclass
+class DuckLakeQuotePolicy(Policy):
+    database: bool = False
+    schema: bool = False
+    identifier: bool = False
+
+
+@dataclass
+class DuckLakeIncludePolicy(Policy):
+    database: bool = False
+    schema: bool = True
+    identifier: bool = True
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DuckLakeRelation(BaseRelation):
+    quote_policy: Policy = field(default_factory=lambda: DuckLakeQuotePolicy())
+    include_policy: Policy = field(default_factory=lambda: DuckLakeIncludePolicy())
+    quote_character: str = "`"
+    require_alias: bool = False
+
+    def render(self) -> str:
+        schema = self.path.schema if self.include_policy.schema else None
+        identifier = self.path.identifier if self.include_policy.identifier else None
+        if schema and identifier:
+            name = f"{schema}.{identifier}"
+        else:
+            name = identifier or schema or ""
+        return "`" + name.replace("`", "``") + "`"
+
+    def snapshot_name(self, version: int) -> str:
+        """The rendering of this relation pinned to a snapshot (time travel)."""
+        name = f"{self.schema}.{self.identifier}@v{int(version)}"
+        return "`" + name.replace("`", "``") + "`"

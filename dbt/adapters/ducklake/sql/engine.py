@@ -1,0 +1,453 @@
+"""Carry out one SQL statement: on Spark, or as a lake write that commits one snapshot.
+
+Statements are parsed with Spark's own parser (never with regular expressions), so the SQL
+accepted is exactly Spark SQL. Plans that write lake relations (CTAS, INSERT, DELETE, UPDATE,
+CREATE VIEW, DROP, ALTER ... RENAME, schemas) are executed by the lake engine; the queries
+inside them still run on Spark, over lake tables registered as temp views.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..lake import tables
+from ..lake.commit import TableRef, Transaction
+from ..lake.errors import (
+    AlreadyExistsError,
+    DuckLakeError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
+)
+from ..lake.models import Snapshot
+from ..spark.lake import CommitInfo, LakeTable, SparkLake
+from ..spark.types import column_specs, lake_type
+from .views import LakeName, ViewRegistry, parse_name, quote
+
+log = logging.getLogger("dbt.adapters.ducklake")
+
+
+@dataclass
+class StatementResult:
+    """What a statement did: a query's DataFrame, or a write's snapshot and row count."""
+
+    kind: str
+    df: DataFrame | None = None
+    rows_affected: int = -1
+    snapshot: Snapshot | None = None
+    message: str = "OK"
+
+
+class UnsupportedStatementError(DuckLakeError):
+    """A statement that writes lake relations in a way the engine does not carry out yet."""
+
+
+def _parts(node: Any) -> list[str]:
+    """Name parts of an unresolved identifier, relation or namespace, or of a Scala Seq."""
+    for method in ("nameParts", "multipartIdentifier"):
+        try:
+            node = getattr(node, method)()
+            break
+        except Exception:  # noqa: BLE001 - py4j: no such method on this node
+            continue
+    return [node.apply(i) for i in range(node.size())]
+
+
+class Engine:
+    """Executes statements for one SparkSession and one lake."""
+
+    def __init__(self, spark: SparkSession, lake: SparkLake, registry: ViewRegistry,
+                 commit_info: Callable[[str], CommitInfo] | None = None,
+                 read_only: bool = False) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.registry = registry
+        self.commit_info = commit_info or (lambda _kind: CommitInfo())
+        self.read_only = read_only
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ entry point
+    def execute(self, sql: str) -> StatementResult:
+        statements = split_statements(sql)
+        result = StatementResult("EMPTY")
+        for statement in statements:
+            result = self._execute_one(statement)
+        return result
+
+    def _execute_one(self, sql: str) -> StatementResult:
+        self.registry.refresh()
+        try:
+            plan = self._parser.parsePlan(sql)
+        except Exception as exc:  # py4j wraps ParseException
+            raise _parse_error(exc, sql) from None
+        kind = plan.getClass().getSimpleName()
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is None:
+            df = self.registry.run_with_views(lambda: self.spark.sql(sql))
+            return StatementResult("SELECT" if kind not in _COMMANDS else kind, df=df)
+        if self.read_only:
+            raise InvalidArgumentError(
+                f"this connection is pinned to snapshot {self.registry.pinned_version} "
+                "(snapshot_version in the profile) and cannot write; remove the pin to write")
+        return handler(plan, sql)
+
+    def dataframe(self, sql: str, part: Callable[[Any], Any]) -> DataFrame:
+        """The query inside a statement as a DataFrame, registering the lake relations it reads.
+
+        The statement is parsed afresh for every attempt: Spark's analyzer marks the nodes of
+        a plan it failed to analyse, so a failed plan cannot be analysed again.
+        """
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jss = self.spark._jsparkSession  # type: ignore[attr-defined]
+
+        def build() -> DataFrame:
+            jplan = part(self._parser.parsePlan(sql))
+            return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
+                             self.spark)
+
+        return self.registry.run_with_views(build)
+
+    def _name(self, parts: list[str]) -> LakeName:
+        name = parse_name(parts)
+        if name is None or name.version is not None:
+            raise InvalidArgumentError(
+                f"{'.'.join(parts)} is not a lake relation name; write `schema.table` "
+                "(one quoted identifier, as dbt renders it) or schema.table")
+        return name
+
+    def _commit(self, tx: Transaction, kind: str) -> Snapshot:
+        snapshot = self.lake.commit(tx, self.commit_info(kind))
+        self.registry.invalidate()
+        return snapshot
+
+    def _table(self, name: LakeName) -> LakeTable:
+        return LakeTable(self.lake, name.schema, name.name)
+
+    def _exists(self, name: LakeName) -> str | None:
+        """``'table'``, ``'view'`` or ``None``."""
+        lake = self.lake.lake
+        with lake.read() as conn:
+            if any(t.table_name == name.name for t in lake.tables(name.schema, None, conn)):
+                return "table"
+            if any(v.view_name == name.name for v in lake.views(name.schema, None, conn)):
+                return "view"
+        return None
+
+    # ------------------------------------------------------------------ tables
+    def _on_CreateTableAsSelect(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.name()))
+        existing = self._exists(name)
+        if existing is not None:
+            if plan.ignoreIfExists():
+                return StatementResult("CREATE TABLE", message="exists")
+            raise AlreadyExistsError(f"{name.schema}.{name.name} already exists in the lake")
+        df = self.dataframe(sql, lambda p: p.query())
+        return self._create(name, df)
+
+    def _on_ReplaceTableAsSelect(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.name()))
+        df = self.dataframe(sql, lambda p: p.query())
+        existing = self._exists(name)
+        if existing == "view":
+            tx = Transaction(self.lake.lake)
+            tables.drop_view(tx, name.schema, name.name)
+            self._commit(tx, "DROP VIEW")
+            existing = None
+        if existing is None:
+            return self._create(name, df)
+        table = self._table(name)
+        snapshot, recreated = table.replace(df, info=self.commit_info("CREATE OR REPLACE TABLE"))
+        self.registry.invalidate()
+        if recreated:
+            log.info("%s.%s was recreated: its column types changed in a way DuckLake cannot "
+                     "alter in place (%s)", name.schema, name.name, recreated)
+        return StatementResult("CREATE OR REPLACE TABLE", snapshot=snapshot,
+                               message="recreated" if recreated else "replaced")
+
+    def _create(self, name: LakeName, df: DataFrame) -> StatementResult:
+        self.lake.create_table(f"{name.schema}.{name.name}", df,
+                               info=self.commit_info("CREATE TABLE"))
+        self.registry.invalidate()
+        return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
+
+    def _on_InsertIntoStatement(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.table()))
+        if self._exists(name) != "table":
+            raise NotFoundError(f"cannot insert into {name.schema}.{name.name}: no such table "
+                                "in the lake")
+        table = self._table(name)
+        columns = table.columns()
+        df = self.dataframe(sql, lambda p: p.query())
+        user_cols = _parts(plan.userSpecifiedCols())
+        if plan.byName():
+            pass
+        elif user_cols:
+            if len(user_cols) != len(df.columns):
+                raise SchemaMismatchError(
+                    f"INSERT lists {len(user_cols)} columns but the query returns "
+                    f"{len(df.columns)}")
+            df = df.toDF(*user_cols)
+            given = {c.lower() for c in user_cols}
+            df = df.select("*", *[F.lit(None).alias(c.column_name) for c in columns
+                                  if c.column_name.lower() not in given])
+        else:
+            if len(df.columns) != len(columns):
+                raise SchemaMismatchError(
+                    f"INSERT INTO {name.schema}.{name.name} gives {len(df.columns)} columns but "
+                    f"the table has {len(columns)}: "
+                    + ", ".join(c.column_name for c in columns))
+            df = df.toDF(*[c.column_name for c in columns])
+        info = self.commit_info("INSERT")
+        if plan.overwrite():
+            snapshot, _ = table.replace(df, info=info, evolve=False)
+        else:
+            snapshot = table.append(df, info=info)
+        self.registry.invalidate()
+        return StatementResult("INSERT", snapshot=snapshot)
+
+    def _target(self, relation: Any) -> tuple[LakeName, str | None]:
+        alias = None
+        if relation.getClass().getSimpleName() == "SubqueryAlias":
+            alias = relation.alias()
+            relation = relation.child()
+        return self._name(_parts(relation)), alias
+
+    def _on_DeleteFromTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name, alias = self._target(plan.table())
+        condition = plan.condition().sql()
+        table = self._table(name)
+        snapshot = table.delete(None if condition == "true" else condition,
+                                info=self.commit_info("DELETE"), alias=alias)
+        self.registry.invalidate()
+        return StatementResult("DELETE", snapshot=snapshot)
+
+    def _on_UpdateTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name, alias = self._target(plan.table())
+        assignments = plan.assignments()
+        sets = {}
+        for i in range(assignments.size()):
+            a = assignments.apply(i)
+            key = a.key().sql().strip("`")
+            if alias and key.startswith(f"{alias}."):
+                key = key[len(alias) + 1:]
+            sets[key.strip("`")] = a.value().sql()
+        condition = plan.condition()
+        where = None if condition.isEmpty() else condition.get().sql()
+        snapshot = self._table(name).update(sets, where, info=self.commit_info("UPDATE"),
+                                            alias=alias)
+        self.registry.invalidate()
+        return StatementResult("UPDATE", snapshot=snapshot)
+
+    def _on_TruncateTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.table()))
+        snapshot = self._table(name).delete(None, info=self.commit_info("TRUNCATE"))
+        self.registry.invalidate()
+        return StatementResult("TRUNCATE", snapshot=snapshot)
+
+    def _on_MergeIntoTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        raise UnsupportedStatementError(
+            "MERGE INTO on lake tables is not carried out yet; use INSERT, UPDATE and DELETE")
+
+    # ------------------------------------------------------------------ views
+    def _on_CreateView(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.child()))
+        text = plan.originalText()
+        if text.isEmpty():
+            raise InvalidArgumentError("CREATE VIEW without a query text")
+        body = text.get()
+        # Analyse now so that a broken view fails the statement, not a later reader.
+        self.registry.run_with_views(
+            lambda: self.spark.sql(f"CREATE OR REPLACE TEMP VIEW "
+                                   f"{quote(name.view_name + '__ducklake_check')} AS {body}"))
+        self.spark.catalog.dropTempView(name.view_name + "__ducklake_check")
+        existing = self._exists(name)
+        tx = Transaction(self.lake.lake)
+        if existing == "table":
+            if not plan.replace():
+                raise AlreadyExistsError(f"{name.schema}.{name.name} already exists as a table")
+            tables.drop_table(tx, TableRef(None, name.schema, name.name))
+        elif existing == "view" and not plan.replace():
+            if plan.allowExisting():
+                return StatementResult("CREATE VIEW", message="exists")
+            raise AlreadyExistsError(f"view {name.schema}.{name.name} already exists")
+        tables.create_view(tx, name.schema, name.name, body, dialect="spark",
+                           replace=existing == "view")
+        snapshot = self._commit(tx, "CREATE VIEW")
+        return StatementResult("CREATE VIEW", snapshot=snapshot)
+
+    # ------------------------------------------------------------------ drops and renames
+    def _drop(self, parts: list[str], if_exists: bool, kind: str) -> StatementResult:
+        name = self._name(parts)
+        existing = self._exists(name)
+        if existing is None:
+            if if_exists:
+                return StatementResult(kind, message="absent")
+            raise NotFoundError(f"{name.schema}.{name.name} does not exist in the lake")
+        tx = Transaction(self.lake.lake)
+        if existing == "view":
+            tables.drop_view(tx, name.schema, name.name)
+        else:
+            table = self.lake.lake.table(name.schema, name.name)
+            tables.drop_table(tx, TableRef(table.table_id))
+        snapshot = self._commit(tx, kind)
+        return StatementResult(kind, snapshot=snapshot)
+
+    def _on_DropTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        return self._drop(_parts(plan.child()), plan.ifExists(), "DROP TABLE")
+
+    def _on_DropView(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name_parts = _parts(plan.child())
+        if parse_name(name_parts) is None:  # a plain temp view
+            df = self.spark.sql(sql)
+            return StatementResult("DROP VIEW", df=df)
+        return self._drop(name_parts, plan.ifExists(), "DROP VIEW")
+
+    def _on_RenameTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.child()))
+        new = parse_name(_parts(plan.newName()), default_schema=name.schema)
+        if new is None:
+            raise InvalidArgumentError("ALTER ... RENAME TO needs a new name")
+        tx = Transaction(self.lake.lake)
+        if self._exists(name) == "view":
+            lake = self.lake.lake
+            view = next(v for v in lake.views(name.schema) if v.view_name == name.name)
+            tables.drop_view(tx, name.schema, name.name)
+            tables.create_view(tx, new.schema, new.name, view.sql, dialect=view.dialect)
+        else:
+            table = self.lake.lake.table(name.schema, name.name)
+            tables.rename_table(tx, TableRef(table.table_id), new.name, new.schema)
+        snapshot = self._commit(tx, "RENAME")
+        return StatementResult("RENAME", snapshot=snapshot)
+
+    def _on_AddColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.table()))
+        cols = plan.columnsToAdd()
+        schema = self.spark.createDataFrame([], ", ".join(
+            f"{quote(cols.apply(i).colName())} {cols.apply(i).dataType().catalogString()}"
+            for i in range(cols.size())))
+        specs = column_specs(schema.schema)
+        table = self.lake.lake.table(name.schema, name.name)
+        tx = Transaction(self.lake.lake)
+        tables.alter_columns(tx, TableRef(table.table_id), add=specs)
+        snapshot = self._commit(tx, "ALTER TABLE")
+        return StatementResult("ALTER TABLE", snapshot=snapshot)
+
+    def _on_AlterColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        """ALTER COLUMN: SET/DROP NOT NULL (checked against the data), TYPE, COMMENT."""
+        name = self._name(_parts(plan.table()))
+        table = self.lake.lake.table(name.schema, name.name)
+        ref = TableRef(table.table_id)
+        tx = Transaction(self.lake.lake)
+        specs = plan.specs()
+        retype, nullability = [], []
+        for i in range(specs.size()):
+            spec = specs.apply(i)
+            column = ".".join(_parts(spec.column().name()))
+            if spec.newNullability().isDefined():
+                allowed = bool(spec.newNullability().get())
+                if not allowed:
+                    self._check_not_null(name, column)
+                nullability.append((column, allowed))
+            if spec.newDataType().isDefined():
+                data_type = spec.newDataType().get().catalogString()
+                schema = self.spark.createDataFrame([], f"{quote(column)} {data_type}").schema
+                retype.append((column, lake_type(schema.fields[0].dataType, column)))
+            if spec.newComment().isDefined():
+                tables.set_comment(tx, ref, spec.newComment().get(), column=column)
+        tables.alter_columns(tx, ref, retype=retype, nullability=nullability)
+        snapshot = self._commit(tx, "ALTER TABLE")
+        return StatementResult("ALTER TABLE", snapshot=snapshot)
+
+    def _check_not_null(self, name: LakeName, column: str) -> None:
+        nulls = self.registry.run_with_views(lambda: self.spark.sql(
+            f"SELECT count(*) FROM {quote(name.view_name)} WHERE {quote(column)} IS NULL"
+        ).collect()[0][0])
+        if nulls:
+            raise SchemaMismatchError(
+                f"cannot make column {column!r} of {name.schema}.{name.name} NOT NULL: "
+                f"{nulls} row(s) hold NULL")
+
+    def _on_DropColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.table()))
+        table = self.lake.lake.table(name.schema, name.name)
+        cols = plan.columnsToDrop()
+        drop = [".".join(_parts(cols.apply(i).name())) for i in range(cols.size())]
+        tx = Transaction(self.lake.lake)
+        tables.alter_columns(tx, TableRef(table.table_id), drop=drop)
+        snapshot = self._commit(tx, "ALTER TABLE")
+        return StatementResult("ALTER TABLE", snapshot=snapshot)
+
+    def _on_RenameColumn(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        name = self._name(_parts(plan.table()))
+        table = self.lake.lake.table(name.schema, name.name)
+        old = ".".join(_parts(plan.column().name()))
+        tx = Transaction(self.lake.lake)
+        tables.alter_columns(tx, TableRef(table.table_id), rename=[(old, plan.newName())])
+        snapshot = self._commit(tx, "ALTER TABLE")
+        return StatementResult("ALTER TABLE", snapshot=snapshot)
+
+    # ------------------------------------------------------------------ schemas
+    def _on_CreateNamespace(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        parts = _parts(plan.name())
+        if len(parts) != 1:
+            raise InvalidArgumentError(f"schema name {'.'.join(parts)} must have one part")
+        snapshot = self.lake.create_schema(parts[0], if_not_exists=plan.ifNotExists(),
+                                           info=self.commit_info("CREATE SCHEMA"))
+        return StatementResult("CREATE SCHEMA", snapshot=snapshot)
+
+    def _on_DropNamespace(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        parts = _parts(plan.namespace())
+        snapshot = self.lake.drop_schema(parts[0], cascade=plan.cascade(),
+                                         if_exists=plan.ifExists(),
+                                         info=self.commit_info("DROP SCHEMA"))
+        self.registry.invalidate()
+        return StatementResult("DROP SCHEMA", snapshot=snapshot)
+
+
+_COMMANDS = {"SetCommand", "ResetCommand", "CacheTable", "UncacheTable", "ShowTables",
+             "ShowNamespaces", "DescribeRelation", "CreateTempViewUsing", "CreateViewCommand"}
+
+
+def _parse_error(exc: Exception, sql: str) -> Exception:
+    text = str(exc).strip()
+    if "ParseException" in type(exc).__name__ or "PARSE_SYNTAX_ERROR" in text:
+        return ParseException(text) if not isinstance(exc, ParseException) else exc
+    return exc
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split on top-level semicolons, respecting quotes and comments (sqlglot's tokenizer)."""
+    if ";" not in sql:
+        return [sql]
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = Spark().tokenize(sql)
+    except Exception:  # noqa: BLE001 - let Spark's parser report the error
+        return [sql]
+    out, start = [], 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            piece = sql[start:token.start]
+            if piece.strip():
+                out.append(piece)
+            start = token.end + 1
+    tail = sql[start:]
+    if tail.strip() and any(t.start >= start for t in tokens):
+        out.append(tail)
+    return out or [sql]
+
+
+def spark_type_name(data_type: Any, name: str) -> str:
+    return lake_type(data_type, name)
+
+
+__all__ = ["Engine", "StatementResult", "UnsupportedStatementError", "AnalysisException"]

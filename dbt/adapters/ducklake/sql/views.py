@@ -1,0 +1,184 @@
+"""Lake tables and views as Spark temp views, registered on demand and refreshed when stale.
+
+A relation renders as one quoted identifier, `` `schema.table` `` (a pinned snapshot as
+`` `schema.table@v42` ``). When Spark reports such a name as missing, the registry creates the
+temp view from the lake at the current (or pinned) snapshot and the statement is retried.
+Registered views are dropped again as soon as the lake moves to a new snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+from ..lake.errors import NotFoundError
+from ..spark.lake import SparkLake
+from ..spark.read import load_state, scan
+
+# PySpark logs every analysis error it raises; a missing lake relation is expected here and is
+# registered and retried, so that log line would only mislead.
+logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+_PINNED = re.compile(r"^(?P<base>.+)@v(?P<version>\d+)$")
+MAX_REGISTRATIONS_PER_STATEMENT = 200
+
+
+@dataclass(frozen=True)
+class LakeName:
+    schema: str
+    name: str
+    version: int | None = None
+
+    @property
+    def view_name(self) -> str:
+        base = f"{self.schema}.{self.name}"
+        return base if self.version is None else f"{base}@v{self.version}"
+
+
+def parse_name(parts: list[str], default_schema: str | None = None) -> LakeName | None:
+    """A lake name from Spark's name parts: [`s.t`], [`s.t@v3`] or [s, t]."""
+    if len(parts) == 1:
+        text = parts[0]
+        version = None
+        match = _PINNED.match(text)
+        if match:
+            text, version = match.group("base"), int(match.group("version"))
+        if "." in text:
+            schema, name = text.split(".", 1)
+            return LakeName(schema, name, version)
+        if default_schema is not None:
+            return LakeName(default_schema, text, version)
+        return None
+    if len(parts) == 2:
+        return LakeName(parts[0], parts[1])
+    return None
+
+
+def missing_relation(exc: AnalysisException) -> list[str] | None:
+    """The name parts of the relation Spark could not find, if that is what failed."""
+    condition = None
+    for attr in ("getCondition", "getErrorClass"):
+        try:
+            condition = getattr(exc, attr)()
+            if condition:
+                break
+        except Exception:  # noqa: BLE001
+            continue
+    if condition not in ("TABLE_OR_VIEW_NOT_FOUND", "VIEW_NOT_FOUND", "TABLE_NOT_FOUND"):
+        return None
+    params = exc.getMessageParameters() or {}
+    name = params.get("relationName") or params.get("viewName") or params.get("tableName")
+    if not name:
+        return None
+    return split_identifier(name)
+
+
+def split_identifier(text: str) -> list[str]:
+    """Spark's multipart identifier text (`` `a.b`.`c` `` or ``a.b``) into its parts."""
+    parts, current, quoted, i = [], [], False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`":
+            if quoted and i + 1 < len(text) and text[i + 1] == "`":
+                current.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class ViewRegistry:
+    """Which lake relations are registered as temp views in a SparkSession, and as of when."""
+
+    def __init__(self, spark: SparkSession, lake: SparkLake,
+                 pinned_version: int | None = None) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.pinned_version = pinned_version
+        self._registered: dict[str, int | None] = {}
+        self._snapshot: int | None = None
+        self._lock = threading.RLock()
+
+    def refresh(self) -> None:
+        """Drop every registered view if the lake has committed since they were registered."""
+        if self.pinned_version is not None:
+            return
+        latest = self.lake.lake.latest_snapshot().snapshot_id
+        with self._lock:
+            if latest == self._snapshot:
+                return
+            for name, version in list(self._registered.items()):
+                if version is None:
+                    self.spark.catalog.dropTempView(name)
+                    del self._registered[name]
+            self._snapshot = latest
+
+    def invalidate(self, name: LakeName | None = None) -> None:
+        with self._lock:
+            names = [name.view_name] if name else [n for n, v in self._registered.items()
+                                                   if v is None]
+            for view in names:
+                if view in self._registered:
+                    self.spark.catalog.dropTempView(view)
+                    del self._registered[view]
+            self._snapshot = None
+
+    def register(self, name: LakeName) -> bool:
+        """Register one lake table or view; ``False`` when the lake has no such relation."""
+        version = name.version if name.version is not None else self.pinned_version
+        lake = self.lake.lake
+        try:
+            state = load_state(lake, name.schema, name.name, version)
+        except NotFoundError:
+            return self._register_view(name, version)
+        df = scan(self.spark, state)
+        with self._lock:
+            df.createOrReplaceTempView(quote(name.view_name))
+            self._registered[name.view_name] = name.version
+        return True
+
+    def _register_view(self, name: LakeName, version: int | None) -> bool:
+        lake = self.lake.lake
+        with lake.read() as conn:
+            at = lake.snapshot(version=version, conn=conn).snapshot_id if version is not None \
+                else None
+            views = [v for v in lake.views(name.schema, at, conn) if v.view_name == name.name]
+        if not views:
+            return False
+        view = views[0]
+        sql = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS {view.sql}"
+        self.run_with_views(lambda: self.spark.sql(sql))
+        with self._lock:
+            self._registered[name.view_name] = name.version
+        return True
+
+    def run_with_views(self, action):  # noqa: ANN001, ANN201 - any callable result
+        """Run ``action``; when Spark misses a lake relation, register it and run again."""
+        attempts = 0
+        while True:
+            try:
+                return action()
+            except AnalysisException as exc:
+                parts = missing_relation(exc)
+                if parts is None or attempts >= MAX_REGISTRATIONS_PER_STATEMENT:
+                    raise
+                name = parse_name(parts)
+                if name is None or not self.register(name):
+                    raise
+                attempts += 1

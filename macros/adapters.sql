@@ -1,0 +1,87 @@
+{#- Relations, schemas and columns. Relations render as one identifier, `schema.table`; the
+    statements below are carried out by the lake engine, one DuckLake snapshot each. -#}
+
+{% macro ducklake__create_schema(relation) -%}
+  {%- call statement('create_schema') -%}
+    create schema if not exists {{ adapter.quote(relation.schema) }}
+  {%- endcall -%}
+{%- endmacro %}
+
+{% macro ducklake__drop_schema(relation) -%}
+  {%- call statement('drop_schema') -%}
+    drop schema if exists {{ adapter.quote(relation.schema) }} cascade
+  {%- endcall -%}
+{%- endmacro %}
+
+{% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+  {%- if language == 'sql' -%}
+    {%- if temporary -%}
+      create or replace temporary view {{ relation }} as {{ compiled_code }}
+    {%- else -%}
+      create or replace table {{ relation }} as {{ compiled_code }}
+    {%- endif -%}
+  {%- elif language == 'python' -%}
+    {{- ducklake_py_write_table(compiled_code=compiled_code, target_relation=relation) -}}
+  {%- else -%}
+    {% do exceptions.raise_compiler_error("ducklake__create_table_as: unsupported language " ~ language ~ "; accepted: sql, python") %}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake__create_view_as(relation, sql) -%}
+  create or replace view {{ relation }} as {{ sql }}
+{%- endmacro %}
+
+{% macro ducklake__drop_relation(relation) -%}
+  {%- call statement('drop_relation', auto_begin=False) -%}
+    drop {{ 'view' if relation.type == 'view' else 'table' }} if exists {{ relation }}
+  {%- endcall -%}
+{%- endmacro %}
+
+{% macro ducklake__rename_relation(from_relation, to_relation) -%}
+  {%- call statement('rename_relation') -%}
+    alter {{ 'view' if from_relation.type == 'view' else 'table' }} {{ from_relation }} rename to {{ to_relation }}
+  {%- endcall -%}
+{%- endmacro %}
+
+{% macro ducklake__truncate_relation(relation) -%}
+  {%- call statement('truncate_relation') -%}
+    truncate table {{ relation }}
+  {%- endcall -%}
+{%- endmacro %}
+
+{% macro ducklake__current_timestamp() -%}
+  current_timestamp()
+{%- endmacro %}
+
+{% macro ducklake__get_catalog(information_schema, schemas) -%}
+  {{ return(adapter.ducklake_catalog(schemas)) }}
+{%- endmacro %}
+
+{% macro ducklake__persist_docs(relation, model, for_relation=true, for_columns=true) -%}
+  {%- set description = model.description if (for_relation and config.persist_relation_docs() and model.description) else none -%}
+  {%- set columns = model.columns if (for_columns and config.persist_column_docs() and model.columns) else none -%}
+  {%- if description is not none or columns is not none -%}
+    {% do adapter.ducklake_persist_docs(relation, description, columns) %}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake_py_write_table(compiled_code, target_relation) -%}
+{{ compiled_code }}
+
+# dbt-ducklake: run the model in this SparkSession and commit its result to the lake
+dbt = dbtObj(ducklake_load)
+df = model(dbt, spark)
+ducklake_write(df)
+{%- endmacro %}
+
+{% macro ducklake__alter_column_comment(relation, column_dict) -%}
+  {% do adapter.ducklake_persist_docs(relation, none, column_dict) %}
+{%- endmacro %}
+
+{% macro ducklake__alter_relation_comment(relation, relation_comment) -%}
+  {% do adapter.ducklake_persist_docs(relation, relation_comment, none) %}
+{%- endmacro %}
+
+{% macro ducklake__get_relation_last_modified(information_schema, relations) -%}
+  {{ return(adapter.ducklake_last_modified(relations)) }}
+{%- endmacro %}
