@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("TZ", "UTC")
@@ -128,3 +130,15 @@ def spark():  # noqa: ANN201 - SparkSession
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(tmp_path_factory):  # noqa: ANN001, ANN201
+    """A fresh embedded lake (SQLite catalog) per functional test class."""
+    lake = tmp_path_factory.mktemp("lake")
+    return {
+        "type": "ducklake",
+        "catalog": f"sqlite:///{lake}/catalog.sqlite",
+        "data_path": f"{lake}/data/",
+        "threads": 4,
+    }

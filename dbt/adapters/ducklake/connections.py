@@ -44,6 +44,11 @@ class Runtime:
     credentials: DuckLakeCredentials
 
 
+def set_current_node(name: str | None) -> None:
+    """Record the dbt node this thread works for; commits name it in their metadata."""
+    _local.node = name
+
+
 def _project_dir() -> str | None:
     try:
         from dbt.flags import get_flags
@@ -76,6 +81,7 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
 
     builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .config("spark.sql.parquet.fieldId.write.enabled", "true")

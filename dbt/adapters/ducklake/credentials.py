@@ -17,7 +17,7 @@ DEFAULT_DATA_PATH = "lake/data/"
 class DuckLakeCredentials(Credentials):
     """A flat profile in dbt's usual style; relative paths resolve against the project dir."""
 
-    database: str = "lake"
+    database: str | None = None  # a lake is one database; relations leave it out
     schema: str = "main"
     catalog: str = DEFAULT_CATALOG
     data_path: str = DEFAULT_DATA_PATH
@@ -56,8 +56,6 @@ class DuckLakeCredentials(Credentials):
                 f"unknown key(s) in the ducklake profile: {', '.join(unknown)}. Accepted keys: "
                 + ", ".join(sorted(k for k in cls.__dataclass_fields__ if not k.startswith("_")))
             )
-        if "database" not in data:
-            data["database"] = "lake"
         limit = data.get("data_inlining_row_limit")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise DbtRuntimeError(

@@ -65,7 +65,7 @@ class DuckLakeAdapter(SQLAdapter):
         return False
 
     def quote(self, identifier: str) -> str:
-        return "`" + identifier.replace("`", "``") + "`"
+        return "`" + str(identifier).replace("`", "``") + "`"
 
     @classmethod
     def convert_text_type(cls, agate_table: agate.Table, col_idx: int) -> str:
@@ -106,8 +106,12 @@ class DuckLakeAdapter(SQLAdapter):
 
     # ------------------------------------------------------------------ runtime
     def runtime(self) -> Runtime:
+        """The shared Spark/lake runtime; also marks which dbt node this thread commits for."""
+        from .connections import set_current_node
+
         connection = self.connections.get_thread_connection()
         connection = self.connections.open(connection)
+        set_current_node(connection.name)
         return connection.handle.runtime
 
     # ------------------------------------------------------------------ listing
@@ -161,7 +165,7 @@ class DuckLakeAdapter(SQLAdapter):
         df = runtime.spark.createDataFrame(rows, schema)
         df = df.select(*[F.col(self.quote(n)).cast(types[n]).alias(n) for n in names])
         lake = runtime.lake
-        name = f"{relation.schema}.{relation.identifier}"
+        name = (relation.schema, relation.identifier)
         existing = lake.lake.tables(relation.schema) if relation.schema in \
             [s.schema_name for s in lake.lake.schemas()] else []
         info = runtime.engine.commit_info("SEED")
@@ -260,6 +264,40 @@ class DuckLakeAdapter(SQLAdapter):
         # Nodes carry no database (the lake is the only one), so neither do catalog rows.
         return table_from_rows([[None, *r] for r in rows], columns)
 
+    def get_catalog_for_single_relation(self, relation: BaseRelation) -> Any:
+        """Table and column metadata of one relation, from the same rows as the docs catalog."""
+        from dbt_common.contracts.metadata import (
+            CatalogTable,
+            ColumnMetadata,
+            StatsItem,
+            TableMetadata,
+        )
+
+        table = self.ducklake_catalog([relation.schema])
+        rows = [r for r in table.rows if r["table_schema"] == relation.schema
+                and r["table_name"] == relation.identifier]
+        if not rows:
+            return None
+        first = rows[0]
+        stats = {}
+        if first["stats:row_count:include"]:
+            for key in ("row_count", "bytes"):
+                stats[key] = StatsItem(
+                    id=key, label=first[f"stats:{key}:label"],
+                    value=first[f"stats:{key}:value"], include=True,
+                    description=first[f"stats:{key}:description"])
+        return CatalogTable(
+            metadata=TableMetadata(type=first["table_type"], schema=relation.schema,
+                                   name=relation.identifier, database=None,
+                                   comment=first["table_comment"], owner=None),
+            columns={r["column_name"]: ColumnMetadata(type=r["column_type"],
+                                                      index=int(r["column_index"]),
+                                                      name=r["column_name"],
+                                                      comment=r["column_comment"])
+                     for r in rows if r["column_name"] is not None},
+            stats=stats,
+        )
+
     @classmethod
     def _catalog_filter_table(cls, table: agate.Table, used_schemas: Any) -> agate.Table:
         """Filter catalog rows by schema only: a lake is one database, which relations omit."""
@@ -313,12 +351,12 @@ class DuckLakeAdapter(SQLAdapter):
 
             if not isinstance(df, DataFrame):
                 df = runtime.spark.createDataFrame(df)
-            name = f"{relation.schema}.{relation.identifier}"
+            name = (relation.schema, relation.identifier)
             info = runtime.engine.commit_info("PYTHON MODEL")
             if not runtime.lake.lake.schemas() or relation.schema not in [
                     s.schema_name for s in runtime.lake.lake.schemas()]:
                 runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
-            if name in runtime.lake.tables(relation.schema):
+            if f"{relation.schema}.{relation.identifier}" in runtime.lake.tables(relation.schema):
                 runtime.lake.table(name).replace(df, info=info)
             else:
                 runtime.lake.create_table(name, df, info=info)

@@ -46,16 +46,20 @@ class CommitInfo:
     extra_info: str | dict[str, Any] | None = None
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """``schema.table`` -> (schema, table); a bare name lives in schema ``main``."""
-    if isinstance(name, tuple):  # type: ignore[unreachable]
-        return name  # type: ignore[unreachable]
-    parts = name.split(".")
-    if len(parts) == 1:
-        return "main", parts[0]
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    raise InvalidArgumentError(f"table name {name!r} must be 'table' or 'schema.table'")
+TableName = str | tuple[str, str]
+
+
+def split_name(name: TableName) -> tuple[str, str]:
+    """``(schema, table)``, ``"schema.table"`` (split at the first dot) or ``"table"`` (in
+    schema ``main``). Pass a tuple for names that contain dots."""
+    if isinstance(name, tuple):
+        if len(name) != 2 or not all(isinstance(p, str) and p for p in name):
+            raise InvalidArgumentError(f"table name {name!r} must be (schema, table)")
+        return name
+    if not name:
+        raise InvalidArgumentError("a table name cannot be empty")
+    schema, dot, table = name.partition(".")
+    return (schema, table) if dot else ("main", schema)
 
 
 class SparkLake:
@@ -89,12 +93,12 @@ class SparkLake:
     def tables(self, schema: str | None = None) -> list[str]:
         return [f"{t.schema_name}.{t.table_name}" for t in self.lake.tables(schema)]
 
-    def table(self, name: str) -> LakeTable:
+    def table(self, name: TableName) -> LakeTable:
         schema, table = split_name(name)
         self.lake.table(schema, table)  # raises NotFoundError with a clear message
         return LakeTable(self, schema, table)
 
-    def read(self, name: str, version: int | None = None,
+    def read(self, name: TableName, version: int | None = None,
              timestamp: datetime | str | None = None) -> DataFrame:
         return self.table(name).read(version=version, timestamp=timestamp)
 
@@ -119,7 +123,7 @@ class SparkLake:
         return self.commit(tx, info)
 
     def create_table(
-        self, name: str, data: DataFrame | StructType | list[ColumnSpec], *,
+        self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
         if_not_exists: bool = False, info: CommitInfo | None = None,
     ) -> LakeTable:
         """Create a table from a schema, or from a DataFrame in one snapshot (CTAS)."""
@@ -143,7 +147,7 @@ class SparkLake:
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
 
-    def drop_table(self, name: str, if_exists: bool = False,
+    def drop_table(self, name: TableName, if_exists: bool = False,
                    info: CommitInfo | None = None) -> Snapshot | None:
         schema_name, table_name = split_name(name)
         if if_exists and f"{schema_name}.{table_name}" not in self.tables(schema_name):
@@ -153,10 +157,11 @@ class SparkLake:
         tables.drop_table(tx, TableRef(table.table_id))
         return self.commit(tx, info)
 
-    def rename_table(self, name: str, new_name: str, info: CommitInfo | None = None) -> Snapshot:
+    def rename_table(self, name: TableName, new_name: TableName,
+                     info: CommitInfo | None = None) -> Snapshot:
         schema_name, table_name = split_name(name)
-        new_schema, new_table = split_name(new_name) if "." in new_name else (schema_name,
-                                                                               new_name)
+        new_schema, new_table = split_name(new_name) if (
+            isinstance(new_name, tuple) or "." in new_name) else (schema_name, new_name)
         table = self.lake.table(schema_name, table_name)
         tx = Transaction(self.lake)
         tables.rename_table(tx, TableRef(table.table_id), new_table, new_schema)
@@ -307,8 +312,9 @@ class LakeTable:
         wanted_names = {s.name.lower() for s in wanted}
         drop = [c.column_name for c in state.columns if c.column_name.lower() not in wanted_names]
         if reason is not None:
-            self._lake.drop_table(self.name, info=info)
-            self._lake.create_table(self.name, df, info=info)
+            key = (self.schema_name, self.table_name)
+            self._lake.drop_table(key, info=info)
+            self._lake.create_table(key, df, info=info)
             return self._lake.current_snapshot(), reason
         tx = self._tx(state)
         ref = TableRef(state.table.table_id)

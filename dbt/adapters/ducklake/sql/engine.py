@@ -28,7 +28,7 @@ from ..lake.errors import (
 )
 from ..lake.models import Snapshot
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
-from ..spark.types import column_specs, lake_type
+from ..spark.types import column_specs, lake_type, spark_type
 from .views import LakeName, ViewRegistry, parse_name, quote
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -90,7 +90,7 @@ class Engine:
         kind = plan.getClass().getSimpleName()
         handler = getattr(self, f"_on_{kind}", None)
         if handler is None:
-            df = self.registry.run_with_views(lambda: self.spark.sql(sql))
+            df = self.registry.run_with_views(self.spark.sql, sql)
             return StatementResult("SELECT" if kind not in _COMMANDS else kind, df=df)
         if self.read_only:
             raise InvalidArgumentError(
@@ -107,12 +107,12 @@ class Engine:
         jvm = self.spark._jvm  # type: ignore[attr-defined]
         jss = self.spark._jsparkSession  # type: ignore[attr-defined]
 
-        def build() -> DataFrame:
-            jplan = part(self._parser.parsePlan(sql))
+        def build(text: str) -> DataFrame:
+            jplan = part(self._parser.parsePlan(text))
             return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
                              self.spark)
 
-        return self.registry.run_with_views(build)
+        return self.registry.run_with_views(build, sql)
 
     def _name(self, parts: list[str]) -> LakeName:
         name = parse_name(parts)
@@ -151,6 +151,23 @@ class Engine:
         df = self.dataframe(sql, lambda p: p.query())
         return self._create(name, df)
 
+    def _on_CreateTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        """CREATE TABLE t (columns): an empty lake table (NOT NULL columns kept)."""
+        from pyspark.sql.types import StructType
+
+        name = self._name(_parts(plan.name()))
+        if self._exists(name) is not None:
+            if plan.ignoreIfExists():
+                return StatementResult("CREATE TABLE", message="exists")
+            raise AlreadyExistsError(f"{name.schema}.{name.name} already exists in the lake")
+        import json
+
+        schema = StructType.fromJson(json.loads(plan.tableSchema().json()))
+        self.lake.create_table((name.schema, name.name), schema,
+                               info=self.commit_info("CREATE TABLE"))
+        self.registry.invalidate()
+        return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
+
     def _on_ReplaceTableAsSelect(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.name()))
         df = self.dataframe(sql, lambda p: p.query())
@@ -172,7 +189,7 @@ class Engine:
                                message="recreated" if recreated else "replaced")
 
     def _create(self, name: LakeName, df: DataFrame) -> StatementResult:
-        self.lake.create_table(f"{name.schema}.{name.name}", df,
+        self.lake.create_table((name.schema, name.name), df,
                                info=self.commit_info("CREATE TABLE"))
         self.registry.invalidate()
         return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
@@ -204,6 +221,11 @@ class Engine:
                     f"the table has {len(columns)}: "
                     + ", ".join(c.column_name for c in columns))
             df = df.toDF(*[c.column_name for c in columns])
+        # SQL INSERT casts to the column types, as Spark's store assignment does (ANSI:
+        # a value that does not fit fails the statement).
+        types = {c.column_name.lower(): spark_type(c) for c in columns}
+        df = df.select(*[F.col(quote(n)).cast(types[n.lower()]).alias(n) if n.lower() in types
+                         else F.col(quote(n)) for n in df.columns])
         info = self.commit_info("INSERT")
         if plan.overwrite():
             snapshot, _ = table.replace(df, info=info, evolve=False)
@@ -264,8 +286,8 @@ class Engine:
         body = text.get()
         # Analyse now so that a broken view fails the statement, not a later reader.
         self.registry.run_with_views(
-            lambda: self.spark.sql(f"CREATE OR REPLACE TEMP VIEW "
-                                   f"{quote(name.view_name + '__ducklake_check')} AS {body}"))
+            self.spark.sql,
+            f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name + '__ducklake_check')} AS {body}")
         self.spark.catalog.dropTempView(name.view_name + "__ducklake_check")
         existing = self._exists(name)
         tx = Transaction(self.lake.lake)

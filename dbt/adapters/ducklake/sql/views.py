@@ -163,22 +163,58 @@ class ViewRegistry:
             return False
         view = views[0]
         sql = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS {view.sql}"
-        self.run_with_views(lambda: self.spark.sql(sql))
+        self.run_with_views(self.spark.sql, sql)
         with self._lock:
             self._registered[name.view_name] = name.version
         return True
 
-    def run_with_views(self, action):  # noqa: ANN001, ANN201 - any callable result
-        """Run ``action``; when Spark misses a lake relation, register it and run again."""
+    def run_with_views(self, action, sql: str | None = None):  # noqa: ANN001, ANN201
+        """Run ``action``; when Spark misses a lake relation, register it and run again.
+
+        With ``sql``, ``action`` takes the statement text. A two-part reference
+        (``schema.table``, as users and DuckDB write it) cannot name a temp view, so the
+        reference Spark reports is rewritten, at the position Spark gives, to the one
+        identifier `` `schema.table` `` before the retry.
+        """
         attempts = 0
         while True:
             try:
-                return action()
+                return action(sql) if sql is not None else action()
             except AnalysisException as exc:
                 parts = missing_relation(exc)
                 if parts is None or attempts >= MAX_REGISTRATIONS_PER_STATEMENT:
                     raise
                 name = parse_name(parts)
-                if name is None or not self.register(name):
+                if name is None:
+                    raise
+                if len(parts) > 1:
+                    span = _fragment(exc, sql)
+                    if span is None:
+                        raise
+                    start, stop = span
+                    sql = sql[:start] + quote(name.view_name) + sql[stop:]  # type: ignore[index]
+                if name.view_name not in self._registered and not self.register(name):
                     raise
                 attempts += 1
+
+
+def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:
+    """The [start, stop) span of the failing relation in ``sql``, from Spark's query context."""
+    if sql is None:
+        return None
+    try:
+        contexts = exc.getQueryContext()
+    except Exception:  # noqa: BLE001
+        return None
+    for context in contexts or []:
+        try:
+            fragment = context.fragment()
+            start = context.startIndex()
+            stop = context.stopIndex()
+        except Exception:  # noqa: BLE001
+            continue
+        if start is None or stop is None or start < 0:
+            continue
+        if sql[start:stop + 1] == fragment:
+            return start, stop + 1
+    return None
