@@ -356,11 +356,6 @@ def test_sql_model_snapshots_name_their_node(shop: Shop, duck) -> None:  # noqa:
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "adapter bug: commit info takes the node from the last SQL statement the thread ran "
-    "(connections._local.node), but seeds (ducklake_load_seed) and Python models "
-    "(submit_python_job) commit without running one, so their snapshots name no node or "
-    "a previous node on the same thread (often a test)"))
 def test_seed_and_python_model_snapshots_name_their_node(shop: Shop, duck) -> None:  # noqa: ANN001
     wrong = _misattributed(shop, duck, {"seed", "python"})
     assert not wrong, "\n".join(wrong)
