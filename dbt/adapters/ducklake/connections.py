@@ -75,8 +75,39 @@ def _invocation() -> tuple[str | None, str | None]:
     return invocation_id, command
 
 
+def check_java() -> None:
+    """Spark needs a JVM; say so in one line instead of a py4j gateway trace."""
+    import shutil
+
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return
+    if shutil.which("java") is None:
+        raise DbtRuntimeError(
+            "Java was not found: install Java 17 (e.g. apt-get install openjdk-17-jre) and put "
+            "it on PATH or set JAVA_HOME; Spark needs it")
+
+
+def check_data_path(data_path: str) -> None:
+    """The data path must exist (or be creatable) and accept new files."""
+    if "://" in data_path and not data_path.startswith("file:"):
+        return  # object stores are checked by the first write
+    path = data_path.removeprefix("file:")
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".ducklake-write-check-{os.getpid()}")
+        with open(probe, "w") as handle:
+            handle.write("ok")
+        os.remove(probe)
+    except OSError as exc:
+        raise DbtRuntimeError(
+            f"the data path {data_path} is not writable ({exc.strerror or exc}); fix its "
+            "permissions or point data_path in the profile elsewhere") from exc
+
+
 def spark_session(credentials: DuckLakeCredentials) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    check_java()
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
@@ -89,7 +120,8 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
     for key, value in (credentials.spark_conf or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    # Task failures reach the user as the statement's error; the JVM's own log is noise.
+    session.sparkContext.setLogLevel("FATAL")
     return session
 
 
@@ -102,18 +134,23 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
             return runtime
         catalog, data_path = credentials.resolved_paths(_project_dir())
         base_dir = _project_dir()
+        from .lake.catalog import Lake
+
+        # The catalog first: it fails fast, Spark takes seconds to start.
+        lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
+                         data_inlining_row_limit=credentials.data_inlining_row_limit,
+                         base_dir=base_dir)
         try:
             spark = spark_session(credentials)
+        except DbtRuntimeError:
+            lake.close()
+            raise
         except Exception as exc:  # noqa: BLE001
+            lake.close()
             raise DbtRuntimeError(
                 f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
                 "that Java 17 is installed (java -version) and JAVA_HOME points to it."
             ) from exc
-        from .lake.catalog import Lake
-
-        lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
-                         data_inlining_row_limit=credentials.data_inlining_row_limit,
-                         base_dir=base_dir)
         spark_lake = SparkLake(spark, lake)
         registry = ViewRegistry(spark, spark_lake, credentials.snapshot_version)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),

@@ -99,6 +99,12 @@ class DuckLakeAdapter(SQLAdapter):
         return "string"
 
     def debug_query(self) -> None:
+        """`dbt debug`: Java and Spark (by opening), the catalog, the data path, a query."""
+        from .connections import check_data_path
+
+        runtime = self.runtime()
+        runtime.lake.lake.latest_snapshot()
+        check_data_path(runtime.lake.lake.data_path)
         self.execute("select 1 as id")
 
     def valid_incremental_strategies(self) -> list[str]:

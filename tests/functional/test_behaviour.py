@@ -1,0 +1,103 @@
+"""dbt-level behaviour beyond dbt's own suite: atomic failures, identity-keeping rebuilds,
+parallel commits, pinned reads, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+
+from dbt.adapters.ducklake.lake import Lake
+
+pytestmark = [pytest.mark.spark]
+
+
+def lake_of(project) -> Lake:  # noqa: ANN001
+    target = project.adapter.config.credentials
+    return Lake.open(target.catalog)
+
+
+def data_files(project) -> list[str]:  # noqa: ANN001
+    path = project.adapter.config.credentials.data_path
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+
+
+class TestFailedModelLeavesNoTrace:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "good.sql": "select id, id * 2 as v from range(100)",
+            "bad.sql": "{{ config(materialized='table') }}\n"
+                       "select id, assert_true(id < 50) as ok from range(100)",
+        }
+
+    def test_failure_commits_nothing(self, project):  # noqa: ANN001
+        run_dbt(["run", "-s", "good"])
+        lake = lake_of(project)
+        before = len(lake.snapshots())
+        files = data_files(project)
+        results = run_dbt(["run", "-s", "bad"], expect_pass=False)
+        assert "is not true" in results.results[0].message
+        assert len(lake.snapshots()) == before
+        assert data_files(project) == files
+        assert lake.relations(project.test_schema) == [("view", "good")]
+
+
+class TestTableRebuildKeepsIdentity:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"t.sql": "{{ config(materialized='table') }}\n"
+                         "select id, cast(id as int) as v from range({{ var('n', 20) }})"}
+
+    def test_rebuild_in_place_with_schema_change(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        lake = lake_of(project)
+        first = lake.table(project.test_schema, "t")
+        v1 = lake.latest_snapshot().snapshot_id
+        write_file("{{ config(materialized='table') }}\n"
+                   "select id, cast(id as bigint) as v, 'x' as w from range({{ var('n', 20) }})",
+                   project.project_root, "models", "t.sql")
+        run_dbt(["run", "--vars", "{n: 30}"])
+        second = lake.table(project.test_schema, "t")
+        assert second.table_id == first.table_id
+        columns = {c.column_name: c.column_type for c in lake.columns(second.table_id)}
+        assert columns == {"id": "int64", "v": "int64", "w": "varchar"}
+        assert [s.changes for s in lake.snapshots()][-1] == [
+            f"inserted_into_table:{first.table_id}", f"deleted_from_table:{first.table_id}",
+            f"altered_table:{first.table_id}"]
+        rows = project.run_sql(
+            f"select count(*) from `{project.test_schema}.t@v{v1}`", fetch="one")
+        assert rows[0] == 20
+        assert project.run_sql(f"select count(*) from `{project.test_schema}.t`",
+                               fetch="one")[0] == 30
+
+
+class TestParallelModelsAllCommit:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {f"m{i}.sql": "{{ config(materialized='table') }}\n"
+                             f"select id, {i} as model from range({200 * (i + 1)})"
+                for i in range(8)}
+
+    def test_threads(self, project):  # noqa: ANN001
+        results = run_dbt(["run", "--threads", "4"])
+        assert len(results) == 8
+        lake = lake_of(project)
+        for i in range(8):
+            got = project.run_sql(f"select count(*) from `{project.test_schema}.m{i}`",
+                                  fetch="one")
+            assert got[0] == 200 * (i + 1)
+        messages = [s.commit_message for s in lake.snapshots() if s.commit_message]
+        for i in range(8):
+            assert any(f".m{i} (" in m for m in messages), messages
+
+
+class TestUnknownMaterialization:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"x.sql": "{{ config(materialized='tabel') }} select 1 as id"}
+
+    def test_clear_error(self, project):  # noqa: ANN001
+        _, output = run_dbt_and_capture(["run"], expect_pass=False)
+        assert "tabel" in output
