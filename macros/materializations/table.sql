@@ -6,6 +6,7 @@
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set grant_config = config.get('grants') -%}
 
+  {{ ducklake_validate_file_format() }}
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing_relation is not none and existing_relation.is_view -%}
@@ -48,4 +49,11 @@
       alter table {{ relation }} alter column {{ adapter.quote(name) }} set not null
     {%- endcall -%}
   {%- endfor -%}
+{%- endmacro %}
+
+{% macro ducklake_validate_file_format() -%}
+  {%- set file_format = config.get('file_format') -%}
+  {%- if file_format is not none and file_format | lower not in ['parquet', 'ducklake'] -%}
+    {% do exceptions.raise_compiler_error("Invalid file_format '" ~ file_format ~ "' for a ducklake model: DuckLake stores tables as Parquet. Accepted values: parquet, ducklake (or leave it unset)") %}
+  {%- endif -%}
 {%- endmacro %}

@@ -101,3 +101,15 @@ class TestUnknownMaterialization:
     def test_clear_error(self, project):  # noqa: ANN001
         _, output = run_dbt_and_capture(["run"], expect_pass=False)
         assert "tabel" in output
+
+
+class TestInvalidFileFormat:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"x.sql": "{{ config(materialized='table', file_format='delta') }} select 1 as id"}
+
+    def test_lists_accepted_values(self, project):  # noqa: ANN001
+        results = run_dbt(["run"], expect_pass=False)
+        message = results.results[0].message
+        assert "Invalid file_format 'delta'" in message
+        assert "Accepted values: parquet, ducklake" in message

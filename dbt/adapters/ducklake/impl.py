@@ -31,10 +31,7 @@ if TYPE_CHECKING:
 
 
 class DuckLakeConfig(AdapterConfig):
-    file_format: str | None = None
-    location_root: str | None = None
-    partition_by: Any = None
-    tblproperties: dict[str, str] | None = None
+    file_format: str | None = None  # validated: DuckLake tables are Parquet
 
 
 class DuckLakeAdapter(SQLAdapter):
