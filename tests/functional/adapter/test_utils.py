@@ -24,6 +24,9 @@ from dbt.tests.adapter.utils.test_escape_single_quotes import BaseEscapeSingleQu
 from dbt.tests.adapter.utils.test_escape_single_quotes import BaseEscapeSingleQuotesBackslash
 from dbt.tests.adapter.utils.test_except import BaseExcept
 from dbt.tests.adapter.utils.test_generate_series import BaseGenerateSeries
+from dbt.tests.adapter.utils.fixture_get_intervals_between import (
+    models__test_get_intervals_between_yml,
+)
 from dbt.tests.adapter.utils.test_get_intervals_between import BaseGetIntervalsBetween
 from dbt.tests.adapter.utils.test_get_powers_of_two import BaseGetPowersOfTwo
 from dbt.tests.adapter.utils.test_hash import BaseHash
@@ -75,6 +78,11 @@ class TestConcat(BaseConcat):
     pass
 
 
+@pytest.mark.skip(
+    reason="Spark returns TIMESTAMP values (current_timestamp() included) to Python as naive "
+    "datetimes in the session time zone; dbt's suite says to use either the Aware or the Naive "
+    "class, not both, and TestCurrentTimestampNaive covers this adapter (as in dbt-spark)"
+)
 class TestCurrentTimestampAware(BaseCurrentTimestampAware):
     pass
 
@@ -123,8 +131,24 @@ class TestGenerateSeries(BaseGenerateSeries):
     pass
 
 
+# dbt's fixture passes US-style '09/01/2023' strings, which Spark cannot cast to DATE;
+# the same dates in ISO form (11 days apart).
+models__test_get_intervals_between_sql = """
+select
+    {{ get_intervals_between("date'2023-09-01'", "date'2023-09-12'", "day") }} as intervals,
+    11 as expected
+"""
+
+
 class TestGetIntervalsBetween(BaseGetIntervalsBetween):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "test_get_intervals_between.yml": models__test_get_intervals_between_yml,
+            "test_get_intervals_between.sql": self.interpolate_macro_namespace(
+                models__test_get_intervals_between_sql, "get_intervals_between"
+            ),
+        }
 
 
 class TestGetPowersOfTwo(BaseGetPowersOfTwo):
