@@ -7,17 +7,9 @@ import os
 import pytest
 
 from dbt.adapters.ducklake.lake import DataFileError, SchemaMismatchError, UnsupportedTypeError
-from dbt.adapters.ducklake.spark import SparkLake
 
 pytestmark = pytest.mark.spark
 
-
-@pytest.fixture
-def lake(spark, lake_target):  # noqa: ANN001, ANN201
-    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
-                        **lake_target.open_kwargs())
-    yield lk
-    lk.close()
 
 
 def test_dataframe_that_does_not_match_the_table(spark, lake):  # noqa: ANN001

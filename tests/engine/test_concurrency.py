@@ -17,13 +17,6 @@ from dbt.adapters.ducklake.spark import SparkLake
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def lake(spark, lake_target):  # noqa: ANN001, ANN201
-    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
-                        **lake_target.open_kwargs())
-    yield lk
-    lk.close()
-
 
 def before_commit(monkeypatch, lake, action):  # noqa: ANN001, ANN201
     """Run ``action`` (another writer) after our statement is planned, before it commits."""

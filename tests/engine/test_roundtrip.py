@@ -10,7 +10,6 @@ import pytest
 from oracle import assert_same, duck_rows, spark_rows
 from pyspark.sql import types as T
 
-from dbt.adapters.ducklake.spark import SparkLake
 
 pytestmark = pytest.mark.spark
 
@@ -50,13 +49,6 @@ def make_rows(start: int, n: int) -> list[tuple]:
         ))
     return out
 
-
-@pytest.fixture
-def lake(spark, lake_target):  # noqa: ANN001, ANN201
-    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
-                        **lake_target.open_kwargs())
-    yield lk
-    lk.close()
 
 
 def test_every_write_reads_the_same_in_duckdb(spark, lake, duck, lake_target):  # noqa: ANN001
