@@ -15,9 +15,15 @@
 
 {% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if language == 'sql' -%}
+    {%- set sql_header = config.get('sql_header', none) -%}
+    {{ sql_header if sql_header is not none }}
     {%- if temporary -%}
       create or replace temporary view {{ relation }} as {{ compiled_code }}
     {%- else -%}
+      {%- set contract_config = config.get('contract') -%}
+      {%- if contract_config and contract_config.enforced -%}
+        {%- set compiled_code = get_select_subquery(compiled_code) -%}
+      {%- endif -%}
       create or replace table {{ relation }} as {{ compiled_code }}
     {%- endif -%}
   {%- elif language == 'python' -%}
@@ -28,6 +34,12 @@
 {%- endmacro %}
 
 {% macro ducklake__create_view_as(relation, sql) -%}
+  {%- set sql_header = config.get('sql_header', none) -%}
+  {{ sql_header if sql_header is not none }}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(sql) }}
+  {%- endif %}
   create or replace view {{ relation }} as {{ sql }}
 {%- endmacro %}
 
@@ -59,7 +71,11 @@
 
 {% macro ducklake__persist_docs(relation, model, for_relation=true, for_columns=true) -%}
   {%- set description = model.description if (for_relation and config.persist_relation_docs() and model.description) else none -%}
-  {%- set columns = model.columns if (for_columns and config.persist_column_docs() and model.columns) else none -%}
+  {%- set columns = none -%}
+  {%- if for_columns and config.persist_column_docs() and model.columns -%}
+    {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute="name") | list -%}
+    {%- set columns = validate_doc_columns(relation, model.columns, existing) -%}
+  {%- endif -%}
   {%- if description is not none or columns is not none -%}
     {% do adapter.ducklake_persist_docs(relation, description, columns) %}
   {%- endif -%}

@@ -17,12 +17,17 @@
     {{ get_assert_columns_equivalent(sql) }}
   {%- endif -%}
 
-  {%- call statement('main', language=language) -%}
-    {{- create_table_as(False, target_relation, compiled_code, language) -}}
-  {%- endcall -%}
-
-  {%- if config.get('contract').enforced -%}
-    {{ ducklake_enforce_not_null(target_relation) }}
+  {%- set not_null = ducklake_not_null_columns() if config.get('contract').enforced else [] -%}
+  {%- if not_null and language == 'sql' -%}
+    {#- The NOT NULL check and the new data land in the same snapshot, or nothing lands. -#}
+    {%- set response = adapter.ducklake_replace_table(target_relation, get_select_subquery(compiled_code), not_null, config.get('sql_header', none)) -%}
+    {%- call noop_statement('main', response, response) -%}
+      {{- create_table_as(False, target_relation, compiled_code, language) -}}
+    {%- endcall -%}
+  {%- else -%}
+    {%- call statement('main', language=language) -%}
+      {{- create_table_as(False, target_relation, compiled_code, language) -}}
+    {%- endcall -%}
   {%- endif -%}
 
   {% do persist_docs(target_relation, model) %}
@@ -32,23 +37,19 @@
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
-{% macro ducklake_enforce_not_null(relation) -%}
+{% macro ducklake_not_null_columns() -%}
   {%- set not_null = [] -%}
   {%- for name, column in model.columns.items() -%}
     {%- for constraint in column.get('constraints', []) -%}
-      {%- if constraint.type == 'not_null' -%}{%- do not_null.append(name) -%}{%- endif -%}
+      {%- if constraint.type == 'not_null' and name not in not_null -%}{%- do not_null.append(name) -%}{%- endif -%}
     {%- endfor -%}
   {%- endfor -%}
   {%- for constraint in model.get('constraints', []) -%}
     {%- if constraint.type == 'not_null' -%}
-      {%- for name in constraint.columns -%}{%- do not_null.append(name) -%}{%- endfor -%}
+      {%- for name in constraint.columns -%}{%- if name not in not_null -%}{%- do not_null.append(name) -%}{%- endif -%}{%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- for name in not_null -%}
-    {%- call statement('not_null_' ~ loop.index) -%}
-      alter table {{ relation }} alter column {{ adapter.quote(name) }} set not null
-    {%- endcall -%}
-  {%- endfor -%}
+  {{ return(not_null) }}
 {%- endmacro %}
 
 {% macro ducklake_validate_file_format() -%}

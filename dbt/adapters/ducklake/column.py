@@ -6,7 +6,24 @@ from dataclasses import dataclass
 
 from dbt.adapters.spark.column import SparkColumn
 
+_INTEGERS = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
+
 
 @dataclass
 class DuckLakeColumn(SparkColumn):
-    pass
+    def is_integer(self) -> bool:
+        return self.dtype.lower() in _INTEGERS
+
+    def is_numeric(self) -> bool:
+        return self.dtype.lower().startswith(("decimal", "numeric", "dec("))
+
+    def is_float(self) -> bool:
+        return self.dtype.lower() in {"float", "double", "real"}
+
+    def is_string(self) -> bool:
+        dtype = self.dtype.lower()
+        return dtype == "string" or dtype.startswith(("varchar", "char"))
+
+    @classmethod
+    def string_type(cls, size: int) -> str:
+        return "string"

@@ -186,6 +186,20 @@ class DuckLakeAdapter(SQLAdapter):
         return len(rows)
 
     @available
+    def ducklake_replace_table(self, relation: BaseRelation, sql: str, not_null: list[str],
+                               sql_header: str | None = None) -> str:
+        """CREATE OR REPLACE TABLE with NOT NULL columns checked before the one commit."""
+        runtime = self.runtime()
+        engine = runtime.engine
+        if sql_header:
+            engine.execute(sql_header)
+        df = runtime.registry.run_with_views(runtime.spark.sql, sql)
+        name = LakeName(relation.schema, relation.identifier)  # type: ignore[arg-type]
+        result = engine.replace_table(name, df, tuple(not_null))
+        snapshot = result.snapshot.snapshot_id if result.snapshot else "?"
+        return f"{result.kind} (snapshot {snapshot})"
+
+    @available
     def ducklake_persist_docs(self, relation: BaseRelation, description: str | None,
                               columns: dict[str, Any] | None) -> None:
         """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
@@ -208,11 +222,15 @@ class DuckLakeAdapter(SQLAdapter):
         if description is not None:
             tables.set_comment(tx, ref, description, view_id=view_id)
         if columns and view_id is None:
-            names = {c.column_name.lower() for c in lake.columns(ref.table_id)}
+            names = [c.column_name for c in lake.columns(ref.table_id)]
             for name, column in columns.items():
                 text = column.get("description") if isinstance(column, dict) else None
-                if text and name.lower() in names:
-                    tables.set_comment(tx, ref, text, column=name)
+                quoted = isinstance(column, dict) and column.get("quote")
+                match = name if name in names else None
+                if match is None and not quoted:
+                    match = next((n for n in names if n.lower() == name.lower()), None)
+                if text and match is not None:
+                    tables.set_comment(tx, ref, text, column=match)
         if not tx.empty:
             runtime.lake.commit(tx, runtime.engine.commit_info("COMMENT"))
 
@@ -353,7 +371,9 @@ class DuckLakeAdapter(SQLAdapter):
             from pyspark.sql import DataFrame
 
             if not isinstance(df, DataFrame):
-                df = runtime.spark.createDataFrame(df)
+                # pandas-on-Spark frames convert themselves; pandas frames go through Arrow
+                df = df.to_spark() if hasattr(df, "to_spark") else \
+                    runtime.spark.createDataFrame(df)
             name = (relation.schema, relation.identifier)
             info = runtime.engine.commit_info("PYTHON MODEL")
             if not runtime.lake.lake.schemas() or relation.schema not in [

@@ -4,6 +4,7 @@ under which the connection registers the lake table before a statement runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.base.relation import BaseRelation, Policy
 
@@ -28,6 +29,13 @@ class DuckLakeRelation(BaseRelation):
     include_policy: Policy = field(default_factory=lambda: DuckLakeIncludePolicy())
     quote_character: str = "`"
     require_alias: bool = False
+
+    def _is_exactish_match(self, field: Any, value: Any) -> bool:
+        """Lake names are case-insensitive (as in DuckDB and Spark)."""
+        current = self.path.get_part(field)
+        if current is None or value is None:
+            return current is value
+        return str(current).lower() == str(value).lower()
 
     def render(self) -> str:
         schema = self.path.schema if self.include_policy.schema else None

@@ -415,10 +415,11 @@ class Lake:
         return [SchemaInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], bool(r[6])) for r in rows]
 
     def schema(self, name: str, at: int | None = None, conn: Connection | None = None) -> SchemaInfo:
-        for schema in self.schemas(at, conn):
-            if schema.schema_name == name:
-                return schema
-        raise NotFoundError(f"schema {name!r} does not exist in the lake")
+        """A schema by name; names are case-insensitive, as in DuckDB and Spark."""
+        found = _by_name(self.schemas(at, conn), name, lambda s: s.schema_name)
+        if found is None:
+            raise NotFoundError(f"schema {name!r} does not exist in the lake")
+        return found
 
     def tables(
         self, schema_name: str | None = None, at: int | None = None,
@@ -436,7 +437,7 @@ class Lake:
         )
         params: dict[str, Any] = {"s": self._at(at, conn)}
         if schema_name is not None:
-            sql += " AND s.schema_name = :n"
+            sql += " AND LOWER(s.schema_name) = LOWER(:n)"
             params["n"] = schema_name
         rows = conn.execute(text(sql + " ORDER BY t.table_id"), params).all()
         return [
@@ -448,9 +449,9 @@ class Lake:
         self, schema_name: str, table_name: str, at: int | None = None,
         conn: Connection | None = None,
     ) -> TableInfo:
-        for table in self.tables(schema_name, at, conn):
-            if table.table_name == table_name:
-                return table
+        found = _by_name(self.tables(schema_name, at, conn), table_name, lambda t: t.table_name)
+        if found is not None:
+            return found
         raise NotFoundError(
             f"table {schema_name}.{table_name} does not exist in the lake"
             + (f" at snapshot {at}" if at is not None else "")
@@ -462,10 +463,10 @@ class Lake:
             rows = conn.execute(
                 text(f"SELECT 'table', t.table_name FROM {self.t('ducklake_table')} t JOIN "
                      f"{self.t('ducklake_schema')} s ON s.schema_id = t.schema_id AND "
-                     f"{visible('s')} WHERE {visible('t')} AND s.schema_name = :n "
+                     f"{visible('s')} WHERE {visible('t')} AND LOWER(s.schema_name) = LOWER(:n) "
                      f"UNION ALL SELECT 'view', v.view_name FROM {self.t('ducklake_view')} v "
                      f"JOIN {self.t('ducklake_schema')} s ON s.schema_id = v.schema_id AND "
-                     f"{visible('s')} WHERE {visible('v')} AND s.schema_name = :n"),
+                     f"{visible('s')} WHERE {visible('v')} AND LOWER(s.schema_name) = LOWER(:n)"),
                 {"n": schema_name, "s": self._at(at, conn)},
             ).all()
         return [(r[0], r[1]) for r in rows]
@@ -529,7 +530,7 @@ class Lake:
         )
         params: dict[str, Any] = {"s": self._at(at, conn)}
         if schema_name is not None:
-            sql += " AND s.schema_name = :n"
+            sql += " AND LOWER(s.schema_name) = LOWER(:n)"
             params["n"] = schema_name
         rows = conn.execute(text(sql + " ORDER BY v.view_id"), params).all()
         return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9])
@@ -791,3 +792,14 @@ def _delete_file(r: Sequence[Any]) -> DeleteFile:
 def _first_line(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None) or exc
     return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+
+
+def _by_name(items, name, key):  # noqa: ANN001, ANN202
+    """The item named ``name``: an exact match first, else the case-insensitive one."""
+    folded = None
+    for item in items:
+        if key(item) == name:
+            return item
+        if folded is None and key(item).lower() == name.lower():
+            folded = item
+    return folded

@@ -31,9 +31,11 @@ DROPS, CREATES, DATA, DELETES = 20, 30, 40, 50
 
 def _name_taken(ctx: CommitContext, schema_id: int, name: str) -> bool:
     at = ctx.latest.snapshot_id
-    tables = {t.table_name for t in ctx.lake.tables(None, at, ctx.conn) if t.schema_id == schema_id}
-    views = {v.view_name for v in ctx.lake.views(None, at, ctx.conn) if v.schema_id == schema_id}
-    return name in tables or name in views
+    tables = {t.table_name.lower() for t in ctx.lake.tables(None, at, ctx.conn)
+              if t.schema_id == schema_id}
+    views = {v.view_name.lower() for v in ctx.lake.views(None, at, ctx.conn)
+             if v.schema_id == schema_id}
+    return name.lower() in tables or name.lower() in views
 
 
 def _schema(ctx: CommitContext, name: str):  # noqa: ANN202 - SchemaInfo or a fresh id
@@ -47,8 +49,9 @@ def create_schema(tx: Transaction, name: str, if_not_exists: bool = False) -> No
         raise InvalidArgumentError("a schema name cannot be empty")
 
     def op(ctx: CommitContext) -> None:
-        existing = {s.schema_name for s in ctx.lake.schemas(ctx.latest.snapshot_id, ctx.conn)}
-        if name in existing:
+        existing = {s.schema_name.lower() for s in ctx.lake.schemas(ctx.latest.snapshot_id,
+                                                                   ctx.conn)}
+        if name.lower() in existing:
             if if_not_exists:
                 return
             raise AlreadyExistsError(f"schema {name!r} already exists")

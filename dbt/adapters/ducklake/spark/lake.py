@@ -14,7 +14,7 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -100,7 +100,11 @@ class SparkLake:
 
     def read(self, name: TableName, version: int | None = None,
              timestamp: datetime | str | None = None) -> DataFrame:
-        return self.table(name).read(version=version, timestamp=timestamp)
+        """The table at a snapshot. With a version or timestamp the name is resolved at that
+        snapshot (as DuckDB's ``AT`` does), so renamed and dropped tables read as they were."""
+        if version is None and timestamp is None:
+            return self.table(name).read()
+        return LakeTable(self, *split_name(name)).read(version=version, timestamp=timestamp)
 
     def commit(self, tx: Transaction, info: CommitInfo | None = None) -> Snapshot:
         info = info or self.commit_info
@@ -125,16 +129,23 @@ class SparkLake:
     def create_table(
         self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
         if_not_exists: bool = False, info: CommitInfo | None = None,
+        not_null: Iterable[str] = (),
     ) -> LakeTable:
-        """Create a table from a schema, or from a DataFrame in one snapshot (CTAS)."""
+        """Create a table from a schema, or from a DataFrame in one snapshot (CTAS).
+
+        A table built from a DataFrame has nullable columns, except those in ``not_null``,
+        whose data is checked before anything is committed; a schema keeps its nullability.
+        """
         schema_name, table_name = split_name(name)
         if if_not_exists and f"{schema_name}.{table_name}" in self.tables(schema_name):
             return LakeTable(self, schema_name, table_name)
         df = data if isinstance(data, DataFrame) else None
         if isinstance(data, list):
             specs = data
+        elif df is not None:
+            specs = column_specs(df.schema, keep_nullability=False, not_null=not_null)
         else:
-            specs = column_specs(data.schema if df is not None else data)  # type: ignore[union-attr]
+            specs = column_specs(data, not_null=not_null)  # type: ignore[arg-type]
         tx = Transaction(self.lake)
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
@@ -183,6 +194,7 @@ class SparkLake:
         if inline_ok and limit > 0 and df.isLocal():
             local = spark_write.local_rows(conformed)
             if local.num_rows <= limit:
+                spark_write.check_not_null(local, columns)
                 rows = local
         if rows is None:
             staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids)
@@ -286,7 +298,7 @@ class LakeTable:
         return self._lake.commit(tx, info)
 
     def replace(self, df: DataFrame, info: CommitInfo | None = None,
-                evolve: bool = True) -> tuple[Snapshot, str | None]:
+                evolve: bool = True, not_null: Iterable[str] = ()) -> tuple[Snapshot, str | None]:
         """Replace contents and, with ``evolve``, the columns, keeping the table's identity.
 
         Added, dropped and widened columns are altered in the same snapshot as the new data.
@@ -297,8 +309,11 @@ class LakeTable:
             return self.overwrite(df, info), None
         state = self.state()
         current = {c.column_name.lower(): c for c in state.columns}
-        wanted = column_specs(df.schema)
+        wanted = column_specs(df.schema, keep_nullability=False, not_null=not_null)
         add, retype, reason = [], [], None
+        nullability = [(s.name, s.nulls_allowed) for s in wanted
+                       if s.name.lower() in current
+                       and current[s.name.lower()].nulls_allowed != s.nulls_allowed]
         for spec in wanted:
             col = current.get(spec.name.lower())
             if col is None:
@@ -314,17 +329,20 @@ class LakeTable:
         if reason is not None:
             key = (self.schema_name, self.table_name)
             self._lake.drop_table(key, info=info)
-            self._lake.create_table(key, df, info=info)
+            self._lake.create_table(key, df, info=info, not_null=not_null)
             return self._lake.current_snapshot(), reason
         tx = self._tx(state)
         ref = TableRef(state.table.table_id)
         columns = state.columns
-        if add or drop or retype:
-            tables.alter_columns(tx, ref, add=add, drop=drop, retype=retype)
+        if add or drop or retype or nullability:
+            tables.alter_columns(tx, ref, add=add, drop=drop, retype=retype,
+                                 nullability=nullability)
             with self._lake.lake.read() as conn:
                 first = self._lake.lake.max_column_id(state.table.table_id, conn) + 1
             types = dict((n.lower(), t) for n, t in retype)
-            columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type))
+            nulls = dict((n.lower(), a) for n, a in nullability)
+            columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type),
+                               nulls_allowed=nulls.get(c.column_name.lower(), c.nulls_allowed))
                        for c in state.columns if c.column_name.lower() in wanted_names]
             columns += provisional_columns(add, first)
         self._lake._stage_insert(

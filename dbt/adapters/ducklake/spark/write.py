@@ -237,9 +237,13 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     staging = f"{table_dir}_ducklake_staging_{uuid.uuid4().hex}"
     floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
     observation = Observation(f"ducklake_{uuid.uuid4().hex}")
+    required = [c for c in columns if not c.nulls_allowed]
     metrics = [F.count(F.lit(1)).alias("rows")] + [
         F.max(F.isnan(F.col(f"`{c.column_name}`")).cast("int")).alias(f"nan_{c.column_id}")
         for c in floats
+    ] + [
+        F.sum(F.col(f"`{c.column_name}`").isNull().cast("long")).alias(f"null_{c.column_id}")
+        for c in required
     ]
     observed = df.observe(observation, *metrics)
     try:
@@ -251,6 +255,11 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     except BaseException:
         _hadoop_delete(spark, staging)
         raise
+    violations = {c.column_name: int(values.get(f"null_{c.column_id}") or 0) for c in required}
+    violations = {k: v for k, v in violations.items() if v}
+    if violations:
+        _hadoop_delete(spark, staging)
+        raise not_null_error(violations)
     staged = StagedWrite(spark, staging)
     staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
                           for c in floats}
@@ -336,3 +345,20 @@ def local_rows(df: DataFrame) -> pa.Table:
 
 def empty_schema(columns: Sequence[ColumnInfo]) -> StructType:
     return StructType([StructField(c.column_name, write_type(c), True) for c in columns])
+
+
+def not_null_error(violations: dict[str, int]) -> SchemaMismatchError:
+    parts = ", ".join(f"column {name!r} ({count} NULL value{'s' if count != 1 else ''})"
+                      for name, count in violations.items())
+    return SchemaMismatchError(
+        f"NOT NULL constraint failed: {parts}. Nothing was committed; filter or fill the "
+        "NULLs, or drop the constraint")
+
+
+def check_not_null(rows: pa.Table, columns: Sequence[ColumnInfo]) -> None:
+    """The NOT NULL check for rows that are inlined rather than written by Spark."""
+    violations = {c.column_name: rows.column(c.column_name).null_count
+                  for c in columns if not c.nulls_allowed and c.column_name in rows.column_names}
+    violations = {k: v for k, v in violations.items() if v}
+    if violations:
+        raise not_null_error(violations)

@@ -133,11 +133,9 @@ class Engine:
     def _exists(self, name: LakeName) -> str | None:
         """``'table'``, ``'view'`` or ``None``."""
         lake = self.lake.lake
-        with lake.read() as conn:
-            if any(t.table_name == name.name for t in lake.tables(name.schema, None, conn)):
-                return "table"
-            if any(v.view_name == name.name for v in lake.views(name.schema, None, conn)):
-                return "view"
+        for kind, relation in lake.relations(name.schema):
+            if relation.lower() == name.name.lower():
+                return kind
         return None
 
     # ------------------------------------------------------------------ tables
@@ -170,7 +168,12 @@ class Engine:
 
     def _on_ReplaceTableAsSelect(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.name()))
-        df = self.dataframe(sql, lambda p: p.query())
+        return self.replace_table(name, self.dataframe(sql, lambda p: p.query()))
+
+    def replace_table(self, name: LakeName, df: DataFrame,
+                      not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
+        """CREATE OR REPLACE TABLE: keep the table's identity; NOT NULL columns are checked
+        against the new data before the one snapshot is committed."""
         existing = self._exists(name)
         if existing == "view":
             tx = Transaction(self.lake.lake)
@@ -178,9 +181,10 @@ class Engine:
             self._commit(tx, "DROP VIEW")
             existing = None
         if existing is None:
-            return self._create(name, df)
+            return self._create(name, df, not_null)
         table = self._table(name)
-        snapshot, recreated = table.replace(df, info=self.commit_info("CREATE OR REPLACE TABLE"))
+        snapshot, recreated = table.replace(df, info=self.commit_info("CREATE OR REPLACE TABLE"),
+                                            not_null=not_null)
         self.registry.invalidate()
         if recreated:
             log.info("%s.%s was recreated: its column types changed in a way DuckLake cannot "
@@ -188,9 +192,10 @@ class Engine:
         return StatementResult("CREATE OR REPLACE TABLE", snapshot=snapshot,
                                message="recreated" if recreated else "replaced")
 
-    def _create(self, name: LakeName, df: DataFrame) -> StatementResult:
+    def _create(self, name: LakeName, df: DataFrame,
+                not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
         self.lake.create_table((name.schema, name.name), df,
-                               info=self.commit_info("CREATE TABLE"))
+                               info=self.commit_info("CREATE TABLE"), not_null=not_null)
         self.registry.invalidate()
         return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
 
@@ -322,7 +327,10 @@ class Engine:
         return StatementResult(kind, snapshot=snapshot)
 
     def _on_DropTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
-        return self._drop(_parts(plan.child()), plan.ifExists(), "DROP TABLE")
+        name_parts = _parts(plan.child())
+        if parse_name(name_parts) is None:  # a temp view of this session, not a lake table
+            return StatementResult("DROP TABLE", df=self.spark.sql(sql))
+        return self._drop(name_parts, plan.ifExists(), "DROP TABLE")
 
     def _on_DropView(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name_parts = _parts(plan.child())
