@@ -26,9 +26,16 @@ def test_dataframe_that_does_not_match_the_table(spark, lake):  # noqa: ANN001
 
 def test_truncated_data_file_is_named(spark, lake, lake_target):  # noqa: ANN001
     table = lake.create_table("main.t", spark.range(50).selectExpr("id", "id * 2 AS v"))
-    (data_file,) = [os.path.join(d, f) for d, _, fs in os.walk(lake_target.data_path)
-                    for f in fs if f.endswith(".parquet")]
+    before = len(lake.snapshots())
+    data_file = sorted(os.path.join(d, f) for d, _, fs in os.walk(lake_target.data_path)
+                       for f in fs if f.endswith(".parquet"))[0]
     with open(data_file, "r+b") as handle:
         handle.truncate(os.path.getsize(data_file) // 2)
-    with pytest.raises(DataFileError, match=os.path.basename(data_file)):
+    with pytest.raises(DataFileError, match=os.path.basename(data_file) + ".*truncated"):
         table.read().collect()
+    with pytest.raises(DataFileError, match=os.path.basename(data_file)):
+        table.delete("id = 3")
+    assert len(lake.snapshots()) == before
+    os.remove(data_file)
+    with pytest.raises(DataFileError, match="missing"):
+        table.read()

@@ -9,13 +9,16 @@ from the catalog. Hidden columns expose row lineage for updates and the change f
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ..lake import inlined_data
 from ..lake.catalog import Lake, build_column_tree, join_path, visible
@@ -203,17 +206,17 @@ def scan(
             by_name = True
         key = (by_name, tuple(_signature(c) for c in file_columns))
         groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
+    deleted = _deleted_positions(state)
     for file_columns, by_name, files in groups.values():
-        parts.append(_scan_group(spark, state, file_columns, by_name, files))
-    deletes = _deleted_positions(spark, state)
-    if deletes is not None and parts:
-        parts = [p.join(F.broadcast(deletes) if _small(state) else deletes,
-                        on=[FILE_ID, POSITION], how="left_anti") for p in parts]
+        part = _scan_group(spark, state, file_columns, by_name, files)
+        parts.append(_without_deleted(
+            spark, part, {f.data_file_id: deleted[f.data_file_id] for f in files
+                          if f.data_file_id in deleted}))
     parts.extend(_inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c), True)
                              for c in state.columns] + _meta_fields())
-        result = spark.createDataFrame([], schema)
+        result = local_frame(spark, [], schema)
     else:
         result = parts[0]
         for part in parts[1:]:
@@ -224,8 +227,34 @@ def scan(
     return result
 
 
-def _small(state: TableState) -> bool:
-    return sum(d.delete_count for d in state.delete_files.values()) < 5_000_000
+# Up to this many deleted rows in a group are removed with a filter on literal positions
+# (no Spark job); more use an anti-join (broadcast up to _BROADCAST_DELETES).
+_FILTER_DELETES = 20_000
+_BROADCAST_DELETES = 5_000_000
+# Up to this many files in a group get their catalog facts from a literal map (no broadcast
+# join; each row is compared with at most this many paths).
+_MAP_FILES = 16
+
+
+def local_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]],
+                schema: StructType) -> DataFrame:
+    """A DataFrame of driver-side rows, shipped as Arrow.
+
+    ``createDataFrame`` on Python rows pickles them through a Python RDD, which costs a Python
+    worker round trip per partition every time the frame is evaluated; an Arrow table is
+    materialised in the JVM directly (about ten times faster for the small frames here).
+    """
+    try:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        columns = list(zip(*rows)) if rows else [() for _ in schema.fields]
+        table = pa.Table.from_arrays(
+            [pa.array(list(values), type=f.type) for values, f in zip(columns, arrow_schema)],
+            schema=arrow_schema)
+    except (ImportError, pa.ArrowException, TypeError, ValueError, OverflowError):
+        return spark.createDataFrame(list(rows), schema)
+    return spark.createDataFrame(table, schema)
 
 
 def _signature(column: ColumnInfo) -> tuple[Any, ...]:
@@ -246,18 +275,35 @@ def _scan_group(
         meta = {} if by_name else {FIELD_ID_KEY: c.column_id}
         fields.append(StructField(c.column_name, spark_type(c, physical=True,
                                                             field_ids=not by_name), True, meta))
-    for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID), (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
+    for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID),
+                      (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
         fields.append(StructField(name, LongType(), True, {} if by_name else {FIELD_ID_KEY: fid}))
     paths = [state.path_of(f) for f in files]
+    check_files(state, files, paths)
     df = spark.read.schema(StructType(fields)).parquet(*paths)
-    catalog = spark.createDataFrame(
-        [(spark_path(p), f.data_file_id, f.row_id_start, f.begin_snapshot)
-         for p, f in zip(paths, files)],
-        "__path string, __fid long, __row_id_start long, __begin long",
-    )
     df = df.select("*", F.col("_metadata.file_path").alias("__path"),
                    F.col("_metadata.row_index").alias(POSITION))
-    df = df.join(F.broadcast(catalog), on="__path", how="inner")
+    if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
+        facts = F.create_map(*[
+            item for p, f in zip(paths, files) for item in (
+                F.lit(spark_path(p)),
+                F.struct(F.lit(f.data_file_id).cast("long").alias("fid"),
+                         F.lit(f.row_id_start).cast("long").alias("start"),
+                         F.lit(f.begin_snapshot).cast("long").alias("begin")))])
+        entry = facts[F.col("__path")]
+        df = df.select("*", entry.getField("fid").alias("__fid"),
+                       entry.getField("start").alias("__row_id_start"),
+                       entry.getField("begin").alias("__begin")).where(F.col("__fid").isNotNull())
+    else:
+        catalog = local_frame(
+            spark,
+            [(spark_path(p), f.data_file_id, f.row_id_start, f.begin_snapshot)
+             for p, f in zip(paths, files)],
+            StructType([StructField("__path", StringType()), StructField("__fid", LongType()),
+                        StructField("__row_id_start", LongType()),
+                        StructField("__begin", LongType())]),
+        )
+        df = df.join(F.broadcast(catalog), on="__path", how="inner")
     by_id = {c.column_id: c for c in file_columns}
     out = []
     for column in state.columns:
@@ -279,28 +325,75 @@ def _scan_group(
     )
 
 
-def _deleted_positions(spark: SparkSession, state: TableState) -> DataFrame | None:
-    """(data file id, position) of every row deleted at the snapshot."""
+def check_files(state: TableState, files: Sequence[DataFile], paths: Sequence[str]) -> None:
+    """Local data files must exist with the catalog's exact size; say which one does not.
+
+    A missing or truncated file would otherwise surface as a Spark task failure deep in a
+    stack trace. Object stores are not checked here (one request per file); Spark's own error
+    names the file there.
+    """
+    for data_file, path in zip(files, paths):
+        local = strip_scheme(path)
+        if "://" in local:
+            continue
+        try:
+            size = os.path.getsize(local)
+        except OSError:
+            raise DataFileError(
+                f"data file {local} of table {state.schema.schema_name}."
+                f"{state.table.table_name} is missing (data file id {data_file.data_file_id}); "
+                "restore it, or the table cannot be read") from None
+        if size != data_file.file_size_bytes:
+            raise DataFileError(
+                f"data file {local} of table {state.schema.schema_name}."
+                f"{state.table.table_name} is {size} bytes but the catalog recorded "
+                f"{data_file.file_size_bytes}: it is truncated or was overwritten")
+
+
+def _deleted_positions(state: TableState) -> dict[int, list[int]]:
+    """Data file id -> positions of its rows deleted at the snapshot."""
     live = {f.data_file_id for f in state.data_files}
-    pairs: list[tuple[int, int]] = []
+    out: dict[int, list[int]] = {}
     for data_file_id, delete_file in state.delete_files.items():
         if data_file_id not in live:
             continue
         path = join_path(state.table_dir, delete_file.path, delete_file.path_is_relative)
         try:
-            for pos, snapshot in read_delete_file(path, delete_file.begin_snapshot):
-                if snapshot <= state.snapshot_id:
-                    pairs.append((data_file_id, pos))
+            positions = [pos for pos, snapshot in read_delete_file(path,
+                                                                   delete_file.begin_snapshot)
+                         if snapshot <= state.snapshot_id]
         except DataFileError as exc:
             raise DataFileError(
                 f"delete file {path} of table {state.schema.schema_name}."
                 f"{state.table.table_name} cannot be read: {exc}") from exc
+        if positions:
+            out.setdefault(data_file_id, []).extend(positions)
     for data_file_id, entries in state.inlined_deletes.items():
         if data_file_id in live:
-            pairs.extend((data_file_id, pos) for pos, _ in entries)
-    if not pairs:
-        return None
-    return spark.createDataFrame(pairs, f"{FILE_ID} long, {POSITION} long")
+            out.setdefault(data_file_id, []).extend(pos for pos, _ in entries)
+    return out
+
+
+def _without_deleted(spark: SparkSession, part: DataFrame,
+                     deleted: dict[int, list[int]]) -> DataFrame:
+    """``part`` without the rows at the deleted (data file id, position) pairs."""
+    total = sum(len(v) for v in deleted.values())
+    if not total:
+        return part
+    if total <= _FILTER_DELETES:
+        # one SQL string: a Column per literal would cost a py4j call each
+        gone = " OR ".join(
+            f"({FILE_ID} = {int(fid)} AND {POSITION} IN "
+            f"({', '.join(str(int(p)) for p in sorted(set(positions)))}))"
+            for fid, positions in deleted.items())
+        return part.where(~F.expr(gone))
+    pairs = local_frame(
+        spark, [(fid, pos) for fid, positions in deleted.items() for pos in positions],
+        StructType([StructField(FILE_ID, LongType(), False),
+                    StructField(POSITION, LongType(), False)]))
+    if total <= _BROADCAST_DELETES:
+        pairs = F.broadcast(pairs)
+    return part.join(pairs, on=[FILE_ID, POSITION], how="left_anti")
 
 
 def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
@@ -317,7 +410,7 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             tuple(to_spark_value(values[i], c) for i, c in zip(index, cols)) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)
         ]
-        df = spark.createDataFrame(rows, schema)
+        df = local_frame(spark, rows, schema)
         by_id = {c.column_id: c for c in cols}
         out = []
         for column in state.columns:
@@ -350,6 +443,8 @@ def to_spark_value(value: Any, column: ColumnInfo) -> Any:
         items = value.items() if isinstance(value, dict) else value
         return {to_spark_value(k, column.children[0]): to_spark_value(v, column.children[1])
                 for k, v in items}
+    if kind in ("time", "timetz", "time_ns") and isinstance(value, dt.time):
+        return time_text(value, kind == "timetz")
     if kind in ("uuid", "time", "timetz", "time_ns"):
         return str(value)
     if kind in ("int128", "uint128", "uint64"):
@@ -361,6 +456,20 @@ def to_spark_value(value: Any, column: ColumnInfo) -> Any:
 
         return json.dumps(value)
     return value
+
+
+def time_text(value: dt.time, zone: bool = False) -> str:
+    """A TIME as the text Parquet-backed rows get (:func:`.types.convert`): ``HH:MM:SS[.f]``
+    with trailing fraction zeros dropped, as DuckDB's ``CAST(t AS VARCHAR)``; a TIMETZ is
+    shifted to UTC and gets ``+00``."""
+    if zone and value.tzinfo is not None:
+        offset = value.utcoffset() or dt.timedelta(0)
+        moment = dt.datetime.combine(dt.date(2000, 1, 1), value.replace(tzinfo=None)) - offset
+        value = moment.time()
+    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    if value.microsecond:
+        text += "." + f"{value.microsecond:06d}".rstrip("0")
+    return text + "+00" if zone else text
 
 
 def columns_of(state: TableState) -> Sequence[ColumnInfo]:

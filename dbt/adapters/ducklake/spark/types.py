@@ -8,7 +8,7 @@ scan requests the *physical* type and a post-read expression converts it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -162,7 +162,8 @@ def convert(expr: Column, column: ColumnInfo) -> Column:
         text = _time_text(expr)
         return F.concat(text, F.lit("+00")) if name == "timetz" else text
     if name == "timestamp_ns":
-        micros = F.floor(expr / F.lit(1000))
+        # exact integer floor division (a double division loses digits beyond 2**53)
+        micros = F.floor(expr.cast(DecimalType(20, 0)) / F.lit(1000)).cast(LongType())
         epoch = F.lit("1970-01-01 00:00:00").cast(TimestampNTZType())
         return F.timestamp_add("MICROSECOND", micros, epoch)
     if name == "uuid":
@@ -229,8 +230,14 @@ def lake_type(data_type: DataType, column: str) -> str:
     )
 
 
-def column_specs(schema: StructType) -> list[ColumnSpec]:
-    """Column specs for ``CREATE TABLE`` from a Spark schema (nested types included)."""
+def column_specs(schema: StructType, keep_nullability: bool = True,
+                 not_null: Iterable[str] = ()) -> list[ColumnSpec]:
+    """Column specs for ``CREATE TABLE`` from a Spark schema (nested types included).
+
+    ``keep_nullability=False`` (tables built from a query) makes every column nullable, as
+    DuckDB's CTAS does, except those named in ``not_null`` (a model contract).
+    """
+    required = {n.lower() for n in not_null}
 
     def spec(name: str, data_type: DataType, nullable: bool) -> ColumnSpec:
         kind = lake_type(data_type, name)
@@ -244,7 +251,9 @@ def column_specs(schema: StructType) -> list[ColumnSpec]:
                         spec("value", data_type.valueType, True))
         return ColumnSpec(name, kind, nullable, children)
 
-    return [spec(f.name, f.dataType, f.nullable) for f in schema.fields]
+    return [spec(f.name, f.dataType,
+                 (f.nullable if keep_nullability else True) and f.name.lower() not in required)
+            for f in schema.fields]
 
 
 def write_type(column: ColumnInfo, field_ids: bool = True) -> DataType:
