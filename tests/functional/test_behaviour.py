@@ -113,3 +113,33 @@ class TestInvalidFileFormat:
         message = results.results[0].message
         assert "Invalid file_format 'delta'" in message
         assert "Accepted values: parquet, ducklake" in message
+
+
+class TestSourceFreshness:
+    @pytest.fixture(scope="class")
+    def seeds(self):  # noqa: ANN201
+        return {"events.csv": "id,loaded_at\n1,2020-01-01 00:00:00\n2,2020-01-02 00:00:00\n"}
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"sources.yml": """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    freshness:
+      warn_after: {count: 1, period: day}
+    tables:
+      - name: events
+        loaded_at_field: loaded_at
+      - name: events_by_snapshot
+        identifier: events
+"""}
+
+    def test_both_kinds_of_freshness(self, project):  # noqa: ANN001
+        run_dbt(["seed"])
+        results = run_dbt(["source", "freshness"], expect_pass=True)
+        by_name = {r.node.name: r for r in results.results}
+        # loaded_at is years old: a warning; the lake table was just written: fresh
+        assert str(by_name["events"].status) == "warn"
+        assert str(by_name["events_by_snapshot"].status) == "pass"

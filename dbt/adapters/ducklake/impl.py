@@ -331,8 +331,15 @@ class DuckLakeAdapter(SQLAdapter):
         return table.where(lambda row: (row["table_schema"] or "").lower() in schemas)
 
     @available
-    def ducklake_last_modified(self, relations: list[BaseRelation]) -> agate.Table:
-        """For source freshness: the time of the last snapshot that changed each table."""
+    def ducklake_last_modified(self, relations: list[BaseRelation]) -> Any:
+        """For source freshness: the time of the last snapshot that changed each table.
+
+        Returns what dbt expects of the macro: an object with ``response`` and ``table``.
+        """
+        import datetime as dt
+        from types import SimpleNamespace
+
+        from dbt.adapters.contracts.connection import AdapterResponse
         from dbt_common.clients.agate_helper import table_from_rows
 
         lake = self.runtime().lake.lake
@@ -352,9 +359,11 @@ class DuckLakeAdapter(SQLAdapter):
                 if touched & set(snapshot.changes):
                     last = snapshot
             if last is not None:
-                when = last.snapshot_time.replace(tzinfo=None)
-                rows.append([relation.schema, relation.identifier, when, when])
-        return table_from_rows(rows, ["schema", "identifier", "last_modified", "snapshotted_at"])
+                now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+                when = last.snapshot_time.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                rows.append([relation.schema, relation.identifier, when, now])
+        table = table_from_rows(rows, ["schema", "identifier", "last_modified", "snapshotted_at"])
+        return SimpleNamespace(response=AdapterResponse(_message="OK"), table=table)
 
     # ------------------------------------------------------------------ python models
     @available.parse_none

@@ -1,0 +1,61 @@
+"""The inlining limit: table > schema > global lake options, then the connection setting."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pyspark.sql import types as T
+
+from dbt.adapters.ducklake.spark import SparkLake
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = T.StructType([T.StructField("id", T.LongType()), T.StructField("s", T.StringType())])
+
+
+def parquet_files(path: str) -> int:
+    return sum(f.endswith(".parquet") for _, _, fs in os.walk(path) for f in fs)
+
+
+def rows(spark, n: int):  # noqa: ANN001, ANN201
+    return spark.createDataFrame([(i, f"r{i}") for i in range(n)], SCHEMA)
+
+
+def test_limit_scoping(spark, lake, lake_target):  # noqa: ANN001
+    lake.create_schema("s")
+    t = lake.create_table("s.t", SCHEMA)
+    u = lake.create_table("main.u", SCHEMA)
+    catalog = lake.lake
+    t_id, s_id = t.info().table_id, catalog.schema("s").schema_id
+
+    t.append(rows(spark, 10))  # default limit 10: inlined
+    assert lake.current_snapshot().changes == [f"inlined_insert:{t_id}"]
+    t.append(rows(spark, 11))  # 11 rows: Parquet
+    assert lake.current_snapshot().changes == [f"inserted_into_table:{t_id}"]
+
+    catalog.set_option("data_inlining_row_limit", 0)  # global off
+    u.append(rows(spark, 3))
+    assert lake.current_snapshot().changes[0].startswith("inserted_into_table:")
+    catalog.set_option("data_inlining_row_limit", 5, schema_id=s_id)  # schema wins
+    t.append(rows(spark, 5))
+    assert lake.current_snapshot().changes == [f"inlined_insert:{t_id}"]
+    catalog.set_option("data_inlining_row_limit", 50, table_id=t_id)  # table wins
+    t.append(rows(spark, 40))
+    assert lake.current_snapshot().changes == [f"inlined_insert:{t_id}"]
+    files = parquet_files(lake_target.data_path)
+    t.delete("id < 30")  # 30 + ... rows from inlined and Parquet; within 50: no new file
+    assert parquet_files(lake_target.data_path) == files
+    with catalog.read() as conn:
+        assert catalog.inlining_row_limit(conn, s_id, t_id) == 50
+        assert catalog.inlining_row_limit(conn, s_id, None) == 5
+        assert catalog.inlining_row_limit(conn, None, None) == 0
+
+
+def test_connection_setting_applies_when_the_lake_sets_none(spark, lake_target):  # noqa: ANN001
+    lake = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
+                          data_inlining_row_limit=0, **lake_target.open_kwargs())
+    t = lake.create_table("main.t", SCHEMA)
+    t.append(rows(spark, 2))
+    assert lake.current_snapshot().changes == [f"inserted_into_table:{t.info().table_id}"]
+    lake.close()

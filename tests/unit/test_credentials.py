@@ -1,0 +1,41 @@
+"""The profile: accepted keys, clear errors for unknown keys and invalid values."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.ducklake.credentials import DuckLakeCredentials
+
+
+def make(**extra):  # noqa: ANN003, ANN201
+    return DuckLakeCredentials.from_dict({"schema": "analytics", **extra})
+
+
+def test_defaults_need_no_server() -> None:
+    creds = make()
+    assert creds.catalog == "sqlite:///lake/catalog.sqlite"
+    assert creds.data_path == "lake/data/"
+    assert creds.master == "local[*]"
+    assert creds.type == "ducklake"
+
+
+def test_relative_data_path_resolves_against_the_project(tmp_path) -> None:  # noqa: ANN001
+    _, data_path = make().resolved_paths(str(tmp_path))
+    assert data_path == f"{tmp_path}/lake/data/"
+
+
+def test_unknown_key_lists_the_accepted_ones() -> None:
+    with pytest.raises(DbtRuntimeError, match=r"unknown key\(s\) in the ducklake profile: "
+                                              r"threds\. Accepted keys: .*catalog.*data_path"):
+        make(threds=4)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("data_inlining_row_limit", -1, "non-negative integer"),
+    ("snapshot_version", "latest", "snapshot id"),
+    ("spark_conf", ["a"], "mapping"),
+])
+def test_invalid_values(key, value, message) -> None:  # noqa: ANN001
+    with pytest.raises(DbtRuntimeError, match=message):
+        make(**{key: value})
