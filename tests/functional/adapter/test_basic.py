@@ -86,3 +86,44 @@ class TestGetCatalogForSingleRelation(BaseGetCatalogForSingleRelation):
     @pytest.fixture(scope="class")
     def expected_catalog_my_view_model(self, project):  # noqa: ANN001, ANN201
         return self._expected(project, "my_view_model", "view", [])
+
+
+def lake_stats():  # noqa: ANN201
+    """Tables report live rows and bytes from DuckLake metadata."""
+    from dbt.tests.util import AnyInteger
+
+    return {
+        "row_count": {"id": "row_count", "label": "Row count", "value": AnyInteger(),
+                      "include": True,
+                      "description": "Live rows at the latest snapshot (DuckLake metadata)"},
+        "bytes": {"id": "bytes", "label": "Size", "value": AnyInteger(), "include": True,
+                  "description": "Bytes of live Parquet data files"},
+        "has_stats": {"id": "has_stats", "label": "Has Stats?", "value": True,
+                      "description": "Indicates whether there are statistics for this table",
+                      "include": False},
+    }
+
+
+class TestDocsGenerate(BaseDocsGenerate):
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project):  # noqa: ANN001, ANN201
+        from dbt.tests.adapter.basic import expected_catalog
+
+        return expected_catalog.base_expected_catalog(
+            project, role=None, id_type="bigint", text_type="string", time_type="timestamp",
+            view_type="view", table_type="table", model_stats=expected_catalog.no_stats(),
+            seed_stats=lake_stats(),
+        )
+
+
+class TestDocsGenReferences(BaseDocsGenReferences):
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project):  # noqa: ANN001, ANN201
+        from dbt.tests.adapter.basic import expected_catalog
+
+        return expected_catalog.expected_references_catalog(
+            project, role=None, id_type="bigint", text_type="string", time_type="timestamp",
+            bigint_type="bigint", view_type="view", table_type="table",
+            model_stats=lake_stats(), seed_stats=lake_stats(),
+            view_summary_stats=expected_catalog.no_stats(),
+        )
