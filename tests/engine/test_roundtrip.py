@@ -10,7 +10,6 @@ import pytest
 from oracle import assert_same, duck_rows, spark_rows
 from pyspark.sql import types as T
 
-
 pytestmark = pytest.mark.spark
 
 SCHEMA = T.StructType([

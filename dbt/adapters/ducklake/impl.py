@@ -234,10 +234,6 @@ class DuckLakeAdapter(SQLAdapter):
         if not tx.empty:
             runtime.lake.commit(tx, runtime.engine.commit_info("COMMENT"))
 
-    @available
-    def ducklake_snapshot_name(self, relation: BaseRelation, version: int) -> str:
-        return DuckLakeRelation.snapshot_name(relation, version)  # type: ignore[arg-type]
-
     # ------------------------------------------------------------------ docs
     @available
     def ducklake_catalog(self, schemas: list[str]) -> agate.Table:
@@ -418,8 +414,6 @@ class DuckLakeAdapter(SQLAdapter):
     def python_submission_helpers(self) -> dict[str, Any]:
         return {}
 
-    def get_lake_name(self, relation: BaseRelation) -> LakeName:
-        return LakeName(relation.schema, relation.identifier)  # type: ignore[arg-type]
 
 
 def _seed_text(value: Any) -> str | None:

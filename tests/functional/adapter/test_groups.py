@@ -57,7 +57,6 @@ from dbt.tests.adapter.ephemeral.test_ephemeral import (
     BaseEphemeralMulti,
     BaseEphemeralNested,
 )
-from dbt.tests.adapter.hooks import fixtures as hook_fixtures
 from dbt.tests.adapter.hooks import test_model_hooks as model_hooks
 from dbt.tests.adapter.hooks.test_model_hooks import (
     BaseDuplicateHooksInConfigs,

@@ -7,18 +7,19 @@ from pathlib import Path
 import pytest
 import sqlglot
 from dbt.tests.adapter.simple_seed import seeds
+from dbt.tests.adapter.simple_seed.test_seed import (
+    BaseBasicSeedTests,
+    BaseSeedConfigFullRefreshOff,
+    BaseSeedConfigFullRefreshOn,
+    BaseSeedCustomSchema,
+    BaseSeedParsing,
+    BaseSeedSpecificFormats,
+    BaseSeedWithEmptyDelimiter,
+    BaseSeedWithUniqueDelimiter,
+    BaseSeedWithWrongDelimiter,
+    BaseSimpleSeedWithBOM,
+)
 from dbt.tests.util import copy_file
-
-from dbt.tests.adapter.simple_seed.test_seed import BaseBasicSeedTests
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedConfigFullRefreshOn
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedConfigFullRefreshOff
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedCustomSchema
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedWithUniqueDelimiter
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedWithWrongDelimiter
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedWithEmptyDelimiter
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedParsing
-from dbt.tests.adapter.simple_seed.test_seed import BaseSimpleSeedWithBOM
-from dbt.tests.adapter.simple_seed.test_seed import BaseSeedSpecificFormats
 
 pytestmark = [pytest.mark.spark]
 

@@ -143,7 +143,3 @@ def _schema_of(qualified: str) -> str:
 
 def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def schema_dropped_by_others(their: Iterable[str], schema_id: int) -> bool:
-    return any(t == f"dropped_schema:{schema_id}" for t in their)

@@ -48,22 +48,6 @@ def remove_file(path: str) -> None:
         pass
 
 
-def remove_dir(path: str) -> None:
-    fs, inner = filesystem(path)
-    try:
-        fs.delete_dir(inner)
-    except (FileNotFoundError, OSError):
-        pass
-
-
-def file_size(path: str) -> int:
-    fs, inner = filesystem(path)
-    info = fs.get_file_info(inner)
-    if info.type != pafs.FileType.File:
-        raise DataFileError(f"data file {path} does not exist")
-    return int(info.size)
-
-
 def read_footer(path: str) -> tuple[pq.FileMetaData, int, int]:
     """A Parquet file's metadata, exact size and footer length (Thrift length, no magic)."""
     fs, inner = filesystem(path)
@@ -103,7 +87,6 @@ def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
         raise DataFileError(f"cannot read Parquet file {path}: {exc}") from exc
 
 
-def list_files(path: str) -> list[str]:
     """All files below a directory, as full paths (empty when it does not exist)."""
     fs, inner = filesystem(path)
     selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)

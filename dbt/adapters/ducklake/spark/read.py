@@ -470,7 +470,3 @@ def time_text(value: dt.time, zone: bool = False) -> str:
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "+00" if zone else text
-
-
-def columns_of(state: TableState) -> Sequence[ColumnInfo]:
-    return state.columns

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, LongType, NullType, StructField, StructType
+from pyspark.sql.types import DoubleType, FloatType, LongType, NullType
 
 from ..lake import files as lake_files
 from ..lake import stats as lake_stats
@@ -334,17 +334,8 @@ def _hadoop_delete(spark: SparkSession, path: str) -> None:
         pass
 
 
-def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """Rows as dicts, with map values as lists of (key, value) pairs (pyarrow's convention)."""
-    return table.to_pylist()
-
-
 def local_rows(df: DataFrame) -> pa.Table:
     return df.toArrow()
-
-
-def empty_schema(columns: Sequence[ColumnInfo]) -> StructType:
-    return StructType([StructField(c.column_name, write_type(c), True) for c in columns])
 
 
 def not_null_error(violations: dict[str, int]) -> SchemaMismatchError:

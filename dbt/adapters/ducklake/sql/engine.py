@@ -476,8 +476,4 @@ def split_statements(sql: str) -> list[str]:
     return out or [sql]
 
 
-def spark_type_name(data_type: Any, name: str) -> str:
-    return lake_type(data_type, name)
-
-
 __all__ = ["Engine", "StatementResult", "UnsupportedStatementError", "AnalysisException"]
