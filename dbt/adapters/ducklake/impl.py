@@ -22,7 +22,6 @@ from .column import DuckLakeColumn
 from .connections import DuckLakeConnectionManager, Runtime
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation
-from .spark.read import load_state
 from .spark.types import spark_type
 from .sql.views import LakeName
 
@@ -138,11 +137,13 @@ class DuckLakeAdapter(SQLAdapter):
     def get_columns_in_relation(self, relation: BaseRelation) -> list[DuckLakeColumn]:
         runtime = self.runtime()
         if relation.schema and relation.identifier:
+            lake = runtime.lake.lake
             try:
-                state = load_state(runtime.lake.lake, relation.schema, relation.identifier,
-                                   runtime.credentials.snapshot_version)
-                return [DuckLakeColumn(c.column_name, spark_type(c).simpleString())
-                        for c in state.columns]
+                with lake.read() as conn:
+                    at = runtime.credentials.snapshot_version
+                    table = lake.table(relation.schema, relation.identifier, at, conn)
+                    columns = lake.columns(table.table_id, at, conn)
+                return [DuckLakeColumn(c.column_name, _type_name(c)) for c in columns]
             except NotFoundError:
                 pass
         try:
