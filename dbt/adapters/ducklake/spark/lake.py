@@ -361,7 +361,7 @@ class LakeTable:
             df = df.alias(alias)
         if where is not None:
             df = df.where(where if isinstance(where, Column) else F.expr(where))
-        positions, inlined = _locations(df)
+        positions, inlined = locations(df)
         if not positions and not inlined:
             return None
         tx = self._tx(state)
@@ -387,7 +387,7 @@ class LakeTable:
             df = df.where(where if isinstance(where, Column) else F.expr(where))
         df = df.cache()
         try:
-            positions, inlined = _locations(df)
+            positions, inlined = locations(df)
             if not positions and not inlined:
                 return None
             new = df.select(
@@ -406,7 +406,7 @@ class LakeTable:
             df.unpersist()
 
 
-def _locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
     """Data file positions and inlined row ids of the rows of a metadata scan."""
     table = df.select(FILE_ID, POSITION, ROW_ID).toArrow()
     positions: dict[int, list[int]] = {}

@@ -279,8 +279,41 @@ class Engine:
         return StatementResult("TRUNCATE", snapshot=snapshot)
 
     def _on_MergeIntoTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
-        raise UnsupportedStatementError(
-            "MERGE INTO on lake tables is not carried out yet; use INSERT, UPDATE and DELETE")
+        from ..merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, merge_into
+
+        name, target_alias = self._target(plan.targetTable())
+        source_plan = plan.sourceTable()
+        source_alias = (source_plan.alias() if source_plan.getClass().getSimpleName()
+                        == "SubqueryAlias" else "__ducklake_source")
+        source = self.dataframe(sql, lambda p: p.sourceTable())
+        kinds = {"UpdateAction": "update", "UpdateStarAction": "update_star",
+                 "DeleteAction": "delete", "InsertAction": "insert",
+                 "InsertStarAction": "insert_star"}
+        clauses = []
+        for when, actions in ((MATCHED, plan.matchedActions()),
+                              (NOT_MATCHED, plan.notMatchedActions()),
+                              (NOT_MATCHED_BY_SOURCE, plan.notMatchedBySourceActions())):
+            for i in range(actions.size()):
+                action = actions.apply(i)
+                kind = kinds.get(action.getClass().getSimpleName())
+                if kind is None:
+                    raise UnsupportedStatementError(
+                        f"MERGE action {action.getClass().getSimpleName()} is not supported; "
+                        "accepted: UPDATE SET, UPDATE SET *, DELETE, INSERT, INSERT *")
+                condition = action.condition()
+                sets: tuple[tuple[str, str], ...] = ()
+                if kind in ("update", "insert"):
+                    pairs = action.assignments()
+                    sets = tuple((pairs.apply(j).key().sql(), pairs.apply(j).value().sql())
+                                 for j in range(pairs.size()))
+                clauses.append(MergeClause(when, kind, condition.get().sql()
+                                           if condition.isDefined() else None, sets))
+        result = merge_into(self._table(name), source, plan.mergeCondition().sql(), clauses,
+                            target_alias or name.name, source_alias,
+                            info=self.commit_info("MERGE"))
+        self.registry.invalidate()
+        return StatementResult("MERGE", snapshot=result.snapshot,
+                               rows_affected=result.updated + result.deleted + result.inserted)
 
     # ------------------------------------------------------------------ views
     def _on_CreateView(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
