@@ -101,3 +101,23 @@ ducklake_write(df)
 {% macro ducklake__get_relation_last_modified(information_schema, relations) -%}
   {{ return(adapter.ducklake_last_modified(relations)) }}
 {%- endmacro %}
+
+{% macro ducklake__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
+  {#- DuckLake adds and drops columns in the catalog; no data file is rewritten. -#}
+  {%- if add_columns -%}
+    {%- call statement('add_columns') -%}
+      alter table {{ relation }} add columns ({% for column in add_columns %}{{ adapter.quote(column.name) }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor %})
+    {%- endcall -%}
+  {%- endif -%}
+  {%- if remove_columns -%}
+    {%- call statement('drop_columns') -%}
+      alter table {{ relation }} drop columns ({% for column in remove_columns %}{{ adapter.quote(column.name) }}{{ ', ' if not loop.last }}{% endfor %})
+    {%- endcall -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro ducklake__alter_column_type(relation, column_name, new_column_type) -%}
+  {%- call statement('alter_column_type') -%}
+    alter table {{ relation }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}
+  {%- endcall -%}
+{%- endmacro %}

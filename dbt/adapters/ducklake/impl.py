@@ -104,7 +104,7 @@ class DuckLakeAdapter(SQLAdapter):
         self.execute("select 1 as id")
 
     def valid_incremental_strategies(self) -> list[str]:
-        return ["append"]
+        return ["merge", "append", "delete+insert"]
 
     # ------------------------------------------------------------------ runtime
     def runtime(self) -> Runtime:

@@ -104,14 +104,14 @@ def merge_into(
         for index, clause in enumerate(clauses):
             rows = joined.where(F.col("__ducklake_action") == index)
             if clause.action in ("update", "update_star"):
-                sets = _assignments(clause, by_lower, t, s)
+                sets = _assignments(clause, by_lower, t, s, source.columns)
                 updates.append(rows.select(
                     *[(F.expr(sets[c.column_name]) if c.column_name in sets
                        else F.col(f"{_q(t)}.{_q(c.column_name)}")).alias(c.column_name)
                       for c in columns],
                     F.col(f"{_q(t)}.{ROW_ID}").alias(ROW_ID_COLUMN)))
             elif clause.action in ("insert", "insert_star"):
-                sets = _assignments(clause, by_lower, t, s)
+                sets = _assignments(clause, by_lower, t, s, source.columns)
                 inserts.append(rows.select(
                     *[(F.expr(sets[c.column_name]) if c.column_name in sets
                        else F.lit(None)).cast(_spark_type(c)).alias(c.column_name)
@@ -145,11 +145,17 @@ def merge_into(
         joined.unpersist()
 
 
-def _assignments(clause: MergeClause, columns: dict[str, str], t: str,
-                 s: str) -> dict[str, str]:
-    """Target column -> SQL expression, for ``SET``/``VALUES`` lists and for ``*``."""
+def _assignments(clause: MergeClause, columns: dict[str, str], t: str, s: str,
+                 source_columns: Sequence[str]) -> dict[str, str]:
+    """Target column -> SQL expression, for ``SET``/``VALUES`` lists and for ``*``.
+
+    ``*`` takes every target column the source has, by name; a target column the source
+    lacks keeps its value (update) or is NULL (insert), as after ``on_schema_change``.
+    """
     if clause.action in ("update_star", "insert_star"):
-        return {name: f"{_q(s)}.{_q(name)}" for name in columns.values()}
+        present = {c.lower() for c in source_columns}
+        return {name: f"{_q(s)}.{_q(name)}" for lower, name in columns.items()
+                if lower in present}
     out = {}
     for key, value in clause.assignments:
         name = key.strip("`")

@@ -49,6 +49,19 @@ class UnsupportedStatementError(DuckLakeError):
     """A statement that writes lake relations in a way the engine does not carry out yet."""
 
 
+def _text(expr: Any, sql: str) -> str:
+    """An expression's own text in the statement, from the positions Spark's parser recorded.
+
+    Spark's ``Expression.sql()`` cannot always be parsed again (an IN subquery prints as
+    ``listquery()``), so the original text is used whenever its span is known.
+    """
+    origin = expr.origin()
+    start, stop = origin.startIndex(), origin.stopIndex()
+    if start.isDefined() and stop.isDefined():
+        return sql[start.get(): stop.get() + 1]
+    return expr.sql()
+
+
 def _parts(node: Any) -> list[str]:
     """Name parts of an unresolved identifier, relation or namespace, or of a Scala Seq."""
     for method in ("nameParts", "multipartIdentifier"):
@@ -248,10 +261,11 @@ class Engine:
 
     def _on_DeleteFromTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name, alias = self._target(plan.table())
-        condition = plan.condition().sql()
+        condition = _text(plan.condition(), sql)
         table = self._table(name)
-        snapshot = table.delete(None if condition == "true" else condition,
-                                info=self.commit_info("DELETE"), alias=alias)
+        where = None if condition.strip().lower() == "true" else condition
+        snapshot = self.registry.run_with_views(
+            lambda: table.delete(where, info=self.commit_info("DELETE"), alias=alias))
         self.registry.invalidate()
         return StatementResult("DELETE", snapshot=snapshot)
 
@@ -264,11 +278,12 @@ class Engine:
             key = a.key().sql().strip("`")
             if alias and key.startswith(f"{alias}."):
                 key = key[len(alias) + 1:]
-            sets[key.strip("`")] = a.value().sql()
+            sets[key.strip("`")] = _text(a.value(), sql)
         condition = plan.condition()
-        where = None if condition.isEmpty() else condition.get().sql()
-        snapshot = self._table(name).update(sets, where, info=self.commit_info("UPDATE"),
-                                            alias=alias)
+        where = None if condition.isEmpty() else _text(condition.get(), sql)
+        table = self._table(name)
+        snapshot = self.registry.run_with_views(
+            lambda: table.update(sets, where, info=self.commit_info("UPDATE"), alias=alias))
         self.registry.invalidate()
         return StatementResult("UPDATE", snapshot=snapshot)
 
@@ -304,13 +319,15 @@ class Engine:
                 sets: tuple[tuple[str, str], ...] = ()
                 if kind in ("update", "insert"):
                     pairs = action.assignments()
-                    sets = tuple((pairs.apply(j).key().sql(), pairs.apply(j).value().sql())
+                    sets = tuple((pairs.apply(j).key().sql(), _text(pairs.apply(j).value(), sql))
                                  for j in range(pairs.size()))
-                clauses.append(MergeClause(when, kind, condition.get().sql()
+                clauses.append(MergeClause(when, kind, _text(condition.get(), sql)
                                            if condition.isDefined() else None, sets))
-        result = merge_into(self._table(name), source, plan.mergeCondition().sql(), clauses,
-                            target_alias or name.name, source_alias,
-                            info=self.commit_info("MERGE"))
+        table = self._table(name)
+        on = _text(plan.mergeCondition(), sql)
+        result = self.registry.run_with_views(lambda: merge_into(
+            table, source, on, clauses, target_alias or name.name, source_alias,
+            info=self.commit_info("MERGE")))
         self.registry.invalidate()
         return StatementResult("MERGE", snapshot=result.snapshot,
                                rows_affected=result.updated + result.deleted + result.inserted)

@@ -1,0 +1,45 @@
+{#- Incremental models: the first run (or --full-refresh) builds the table in place, later runs
+    stage the new rows as a Spark temp view and apply them with one statement per strategy —
+    MERGE INTO, INSERT INTO, or DELETE + INSERT — each one DuckLake snapshot. -#}
+{% materialization incremental, adapter='ducklake', supported_languages=['sql'] %}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set strategy = config.get('incremental_strategy') or 'merge' -%}
+  {%- set unique_key = config.get('unique_key') -%}
+  {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
+  {%- set grant_config = config.get('grants') -%}
+  {{ ducklake_validate_incremental_strategy(strategy) }}
+  {{ ducklake_validate_file_format() }}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+    {%- if existing_relation is not none and existing_relation.is_view -%}
+      {{ adapter.drop_relation(existing_relation) }}
+    {%- endif -%}
+    {%- call statement('main') -%}
+      {{ create_table_as(False, target_relation, compiled_code) }}
+    {%- endcall -%}
+  {%- else -%}
+    {%- set temp_relation = make_temp_relation(target_relation) -%}
+    {%- call statement('create_temp_relation') -%}
+      {{ create_table_as(True, temp_relation, compiled_code) }}
+    {%- endcall -%}
+    {%- set dest_columns = process_schema_changes(on_schema_change, temp_relation, existing_relation) -%}
+    {%- if not dest_columns -%}
+      {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
+    {%- endif -%}
+    {%- set incremental_predicates = config.get('predicates', none) or config.get('incremental_predicates', none) -%}
+    {%- set strategy_sql_macro_func = adapter.get_incremental_strategy_macro(context, strategy) -%}
+    {%- set strategy_arg_dict = ({'target_relation': target_relation, 'temp_relation': temp_relation, 'unique_key': unique_key, 'dest_columns': dest_columns, 'incremental_predicates': incremental_predicates}) -%}
+    {%- call statement('main') -%}
+      {{ strategy_sql_macro_func(strategy_arg_dict) }}
+    {%- endcall -%}
+    {%- do adapter.drop_relation(temp_relation) -%}
+  {%- endif -%}
+
+  {% do persist_docs(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
