@@ -143,3 +143,16 @@ sources:
         # loaded_at is years old: a warning; the lake table was just written: fresh
         assert str(by_name["events"].status) == "warn"
         assert str(by_name["events_by_snapshot"].status) == "pass"
+
+
+class TestInvalidIncrementalStrategy:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"x.sql": "{{ config(materialized='incremental', incremental_strategy='upsert') }}"
+                         " select 1 as id"}
+
+    def test_lists_accepted_values(self, project):  # noqa: ANN001
+        results = run_dbt(["run"], expect_pass=False)  # checked before anything is built
+        message = results.results[0].message
+        assert "Invalid incremental_strategy 'upsert'" in message
+        assert "merge, append, delete+insert" in message
