@@ -383,23 +383,6 @@ class Lake:
             return self.snapshot(version=best[1], conn=conn)
         return self.latest_snapshot(conn)
 
-    def first_snapshot_at_or_after(self, timestamp: datetime | str) -> Snapshot:
-        """The earliest snapshot at or after ``timestamp`` (start bound of a change feed)."""
-        when = as_timestamp(timestamp)
-        with self.read() as conn:
-            rows = conn.execute(
-                text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
-            ).all()
-            best = None
-            for sid, stime in rows:
-                t = parse_time(stime)
-                if t >= when and (best is None or (t, sid) < best):
-                    best = (t, sid)
-            if best is None:
-                raise SnapshotNotFoundError(f"no snapshot at or after {when.isoformat()}")
-            return self.snapshot(version=best[1], conn=conn)
-
-    # ------------------------------------------------------------------ listing
     def _at(self, at: int | None, conn: Connection) -> int:
         return self.latest_snapshot(conn).snapshot_id if at is None else at
 
@@ -549,15 +532,6 @@ class Lake:
             {"t": table_id, "s": self._at(at, conn)},
         ).all()
         return build_column_tree(rows)
-
-    def column_first_snapshots(self, table_id: int, conn: Connection) -> dict[int, int]:
-        """For each column id of a table, the snapshot in which the column first appeared."""
-        rows = conn.execute(
-            text(f"SELECT column_id, MIN(begin_snapshot) FROM {self.t('ducklake_column')} "
-                 "WHERE table_id = :t GROUP BY column_id"),
-            {"t": table_id},
-        ).all()
-        return {int(c): int(b) for c, b in rows}
 
     def max_column_id(self, table_id: int, conn: Connection) -> int:
         value = conn.execute(

@@ -113,20 +113,6 @@ class NewDataFile:
     counts_as_insert: bool = True  # False for compaction and flush (no stats advance)
 
 
-@dataclass
-class NewDeleteFile:
-    """A delete file for one data file; written by the caller once the snapshot id is known."""
-
-    data_file_id: int
-    path: str
-    delete_count: int
-    file_size_bytes: int
-    footer_size: int | None
-    begin_snapshot: int | None = None
-    partial_max: int | None = None
-    path_is_relative: bool = True
-
-
 # ---------------------------------------------------------------------------------- context
 @dataclass
 class CommitContext:
@@ -538,7 +524,6 @@ __all__ = [
     "CommitContext",
     "NameMappingSpec",
     "NewDataFile",
-    "NewDeleteFile",
     "TableRef",
     "Transaction",
     "quote_name",
