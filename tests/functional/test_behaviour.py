@@ -156,3 +156,43 @@ class TestInvalidIncrementalStrategy:
         message = results.results[0].message
         assert "Invalid incremental_strategy 'upsert'" in message
         assert "merge, append, delete+insert" in message
+
+
+class TestMergeVocabulary:
+    """Databricks' merge configs, carried out by the engine's MERGE INTO."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"m.sql": """
+{{ config(materialized='incremental', unique_key='id',
+          matched_condition="DBT_INTERNAL_SOURCE.v > DBT_INTERNAL_DEST.v",
+          not_matched_condition="DBT_INTERNAL_SOURCE.id < 100",
+          not_matched_by_source_action='delete',
+          not_matched_by_source_condition="DBT_INTERNAL_DEST.id < 3") }}
+{% if is_incremental() %}
+select id, v from values (1, 50), (4, 1), (7, 70), (99, 9), (150, 15) as s(id, v)
+{% else %}
+select id, id * 10 as v from range(10)
+{% endif %}
+"""}
+
+    def test_configs_shape_the_merge(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        run_dbt(["run"])
+        rows = dict(project.run_sql(f"select id, v from `{project.test_schema}.m`",
+                                    fetch="all"))
+        # 0 and 2: not in the source and id < 3 -> deleted; 1: matched, 50 > 10 -> updated;
+        # 4: matched, 1 < 40 -> kept; 7: 70 > 70 is false -> kept; 99 inserted; 150 not.
+        assert rows == {1: 50, 3: 30, 4: 40, 5: 50, 6: 60, 7: 70, 8: 80, 9: 90, 99: 9}
+
+
+class TestInvalidNotMatchedBySourceAction:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"m.sql": "{{ config(materialized='incremental', unique_key='id', "
+                         "not_matched_by_source_action='truncate') }} select 1L as id"}
+
+    def test_lists_accepted_values(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        results = run_dbt(["run"], expect_pass=False)
+        assert "Accepted values: delete, or 'update set" in results.results[0].message
