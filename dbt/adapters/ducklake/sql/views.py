@@ -193,7 +193,9 @@ class ViewRegistry:
                         raise
                     start, stop = span
                     sql = sql[:start] + quote(name.view_name) + sql[stop:]  # type: ignore[index]
-                if name.view_name not in self._registered and not self.register(name):
+                # Register even when the registry lists it: another thread may have dropped
+                # the view (a commit invalidates views) while this statement was analysed.
+                if not self.register(name):
                     raise
                 attempts += 1
 
