@@ -196,3 +196,19 @@ class TestInvalidNotMatchedBySourceAction:
         run_dbt(["run"])
         results = run_dbt(["run"], expect_pass=False)
         assert "Accepted values: delete, or 'update set" in results.results[0].message
+
+
+class TestRecreateIsLogged:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"t.sql": "{{ config(materialized='table') }} select 1L as id, 'a' as v"}
+
+    def test_narrowing_type_recreates_and_says_so(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        lake = lake_of(project)
+        first = lake.table(project.test_schema, "t").table_id
+        write_file("{{ config(materialized='table') }} select 1L as id, 2 as v",
+                   project.project_root, "models", "t.sql")
+        _, output = run_dbt_and_capture(["run"])
+        assert "was recreated" in output and "cannot be altered in place" in output
+        assert lake.table(project.test_schema, "t").table_id != first

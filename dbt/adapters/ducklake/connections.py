@@ -296,6 +296,8 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         if result is None:
             return AdapterResponse(_message="OK")
         message = result.kind
+        if result.message.endswith("cannot be altered in place"):
+            logger.warning(result.message)  # a rebuild that could not keep the table's identity
         if result.snapshot is not None:
             message = f"{result.kind} (snapshot {result.snapshot.snapshot_id})"
         return AdapterResponse(_message=message, rows_affected=result.rows_affected,

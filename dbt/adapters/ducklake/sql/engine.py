@@ -200,10 +200,11 @@ class Engine:
                                             not_null=not_null)
         self.registry.invalidate()
         if recreated:
-            log.info("%s.%s was recreated: its column types changed in a way DuckLake cannot "
-                     "alter in place (%s)", name.schema, name.name, recreated)
+            recreated = (f"{name.schema}.{name.name} was recreated (new table id, history "
+                         f"not carried over): {recreated} cannot be altered in place")
+            log.warning(recreated)
         return StatementResult("CREATE OR REPLACE TABLE", snapshot=snapshot,
-                               message="recreated" if recreated else "replaced")
+                               message=recreated or "replaced")
 
     def _create(self, name: LakeName, df: DataFrame,
                 not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
