@@ -259,11 +259,11 @@ class LakeTable:
         return table_schema(self.columns())
 
     def state(self, version: int | None = None,
-              timestamp: datetime | str | None = None) -> TableState:
+              timestamp: datetime | str | None = None, contents: bool = True) -> TableState:
         at = version
         if timestamp is not None:
             at = self._lake.lake.snapshot(timestamp=timestamp).snapshot_id
-        return load_state(self._lake.lake, self.schema_name, self.table_name, at)
+        return load_state(self._lake.lake, self.schema_name, self.table_name, at, contents)
 
     def read(self, version: int | None = None, timestamp: datetime | str | None = None,
              metadata: bool = False) -> DataFrame:
@@ -276,7 +276,7 @@ class LakeTable:
 
     def append(self, df: DataFrame, info: CommitInfo | None = None) -> Snapshot | None:
         """INSERT the rows of ``df`` (columns matched by name)."""
-        state = self.state()
+        state = self.state(contents=False)
         tx = self._tx(state)
         rows = self._lake._stage_insert(
             tx, TableRef(state.table.table_id), df, state.table_dir, state.columns,

@@ -70,8 +70,13 @@ class TableState:
         return cache[snapshot]
 
 
-def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = None) -> TableState:
-    """Read the catalog state of a table at ``at`` (latest by default) in one transaction."""
+def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = None,
+               contents: bool = True) -> TableState:
+    """Read the catalog state of a table at ``at`` (latest by default) in one transaction.
+
+    ``contents=False`` reads only what a write needs (table, columns, directory, limit) and
+    skips files and inlined rows: an append must not cost more as the table grows.
+    """
     with lake.read() as conn:
         snapshot = lake.snapshot(version=at, conn=conn) if at is not None else \
             lake.latest_snapshot(conn)
@@ -79,6 +84,13 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
         schema = lake.schema(schema_name, s, conn)
         table = lake.table(schema_name, table_name, s, conn)
         columns = lake.columns(table.table_id, s, conn)
+        if not contents:
+            return TableState(
+                snapshot_id=s, schema=schema, table=table, columns=columns,
+                table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
+                inlined_deletes={}, inlined=[],
+                inlining_row_limit=lake.inlining_row_limit(conn, schema.schema_id,
+                                                           table.table_id))
         data_files = lake.data_files(table.table_id, s, conn)
         history = conn.execute(
             lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
