@@ -104,7 +104,7 @@ class DuckLakeAdapter(SQLAdapter):
         self.execute("select 1 as id")
 
     def valid_incremental_strategies(self) -> list[str]:
-        return ["merge", "append", "delete+insert"]
+        return ["merge", "append", "delete+insert", "insert_overwrite", "microbatch"]
 
     # ------------------------------------------------------------------ runtime
     def runtime(self) -> Runtime:
@@ -199,6 +199,23 @@ class DuckLakeAdapter(SQLAdapter):
         result = engine.replace_table(name, df, tuple(not_null))
         snapshot = result.snapshot.snapshot_id if result.snapshot else "?"
         return f"{result.kind} (snapshot {snapshot})"
+
+    @available
+    def ducklake_partition_keys(self, relation: BaseRelation) -> list[str]:
+        """The table's DuckLake partition keys, as ``region`` or ``year(ts)``; empty when it
+        has no partition spec (or does not exist)."""
+        lake = self.runtime().lake.lake
+        try:
+            table = lake.table(relation.schema, relation.identifier)
+        except NotFoundError:
+            return []
+        with lake.read() as conn:
+            spec = lake.partition_spec(table.table_id, lake.latest_snapshot().snapshot_id, conn)
+        if spec is None:
+            return []
+        names = {c.column_id: c.column_name for c in lake.columns(table.table_id)}
+        return [names[k.column_id] if k.transform == "identity"
+                else f"{k.transform}({names[k.column_id]})" for k in spec.columns]
 
     @available
     def ducklake_persist_docs(self, relation: BaseRelation, description: str | None,

@@ -1,6 +1,6 @@
 {#- Config checks first, with the accepted values in every error. -#}
 {% macro ducklake_validate_incremental_strategy(strategy) -%}
-  {%- set accepted = ['merge', 'append', 'delete+insert'] -%}
+  {%- set accepted = ['merge', 'append', 'delete+insert', 'insert_overwrite', 'microbatch'] -%}
   {%- if strategy not in accepted -%}
     {% do exceptions.raise_compiler_error("Invalid incremental_strategy '" ~ strategy ~ "' for a ducklake model. Accepted values: " ~ accepted | join(', ')) %}
   {%- endif -%}

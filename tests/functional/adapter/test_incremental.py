@@ -1,12 +1,16 @@
-"""dbt's incremental suite (merge, append, delete+insert) on lake tables."""
+"""dbt's incremental suite (merge, append, delete+insert, microbatch) on lake tables."""
 
 from __future__ import annotations
 
 import pytest
-from dbt.tests.adapter.basic.test_incremental import BaseIncremental, BaseIncrementalNotSchemaChange
+from dbt.tests.adapter.basic.test_incremental import (
+    BaseIncremental,
+    BaseIncrementalNotSchemaChange,
+)
 from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import (
     BaseMergeExcludeColumns,
 )
+from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
 )
@@ -44,3 +48,7 @@ class TestPredicatesDeleteInsert(BaseIncrementalPredicates):
     @pytest.fixture(scope="class")
     def project_config_update(self):  # noqa: ANN201
         return {"models": {"+predicates": ["id != 2"], "+incremental_strategy": "delete+insert"}}
+
+
+class TestMicrobatch(BaseMicrobatch):
+    pass

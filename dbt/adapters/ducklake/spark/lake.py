@@ -14,7 +14,7 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -351,6 +351,89 @@ class LakeTable:
             replace=True)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
         return self._lake.commit(tx, info), None
+
+    def replace_where(self, df: DataFrame, where: str | Column,
+                      info: CommitInfo | None = None) -> Snapshot | None:
+        """``INSERT INTO t REPLACE WHERE pred``: delete the rows matching ``where`` and insert
+        ``df``, in one snapshot (Delta's ``replaceWhere``). Microbatch models use it to replace
+        one batch's time window atomically."""
+        test = where if isinstance(where, Column) else F.expr(where)
+        return self._replace_rows(df, lambda target, _source: target.where(test), info)
+
+    def replace_on(self, df: DataFrame, on: str | Column, target_alias: str | None = None,
+                   source_alias: str | None = None,
+                   info: CommitInfo | None = None) -> Snapshot | None:
+        """``INSERT INTO t REPLACE ON cond``: delete every row for which some row of ``df``
+        satisfies ``on``, then insert ``df``, in one snapshot. dbt's ``delete+insert`` is this
+        with ``on`` comparing the unique key (plain ``=``: a NULL key matches nothing).
+
+        The source's columns are reachable only through ``source_alias`` (``s.id``), so an
+        unqualified column in ``on`` is the table's, as in the WHERE of a DELETE.
+        """
+        test = on if isinstance(on, Column) else F.expr(on)
+        t_alias = target_alias or self.table_name
+        s_alias = source_alias or "__ducklake_source"
+
+        def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+            if s_alias.lower() in {c.lower() for c in target.columns}:
+                # A table column named like the alias would make ``s.x`` ambiguous with the
+                # struct; join the plain relation instead (unqualified names must then be
+                # unambiguous).
+                return target.alias(t_alias).join(source.alias(s_alias), on=test,
+                                                  how="left_semi")
+            packed = source.select(
+                F.struct(*[F.col(f"`{c}`") for c in source.columns]).alias(s_alias))
+            return target.alias(t_alias).join(packed, on=test, how="left_semi")
+
+        return self._replace_rows(df, doomed, info, cache_source=True)
+
+    def replace_using(self, df: DataFrame, keys: Iterable[str | Column],
+                      info: CommitInfo | None = None) -> Snapshot | None:
+        """``INSERT INTO t REPLACE USING (keys)``: delete the rows whose key values occur in
+        ``df``, then insert ``df``, in one snapshot. Keys are column names or expressions over
+        the table's columns (``F.year("ts")``), compared NULL-safely, so replacing the
+        partitions present in ``df`` is this with the partition key expressions."""
+        exprs = [F.col(k) if isinstance(k, str) else k for k in keys]
+        if not exprs:
+            raise InvalidArgumentError("REPLACE USING needs at least one key column")
+        names = [f"__ducklake_key_{i}" for i in range(len(exprs))]
+
+        def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+            t = target.select("*", *[e.alias(n) for e, n in zip(exprs, names)])
+            s = source.select(*[e.alias(n) for e, n in zip(exprs, names)]).distinct()
+            cond = [t[n].eqNullSafe(s[n]) for n in names]
+            return t.join(s, on=cond, how="left_semi")
+
+        return self._replace_rows(df, doomed, info, cache_source=True)
+
+    def _replace_rows(self, df: DataFrame,
+                      doomed: Callable[[DataFrame, DataFrame], DataFrame],
+                      info: CommitInfo | None, cache_source: bool = False) -> Snapshot | None:
+        """Delete the rows ``doomed(target, df)`` selects and insert ``df``: one snapshot.
+
+        Both halves are computed against the same table state, so a source that reads the
+        table itself (``{{ this }}`` in an incremental model) sees the rows as they were
+        before the statement, and nothing is visible until both halves commit together.
+        """
+        state = self.state()
+        source = df.cache() if cache_source else df
+        try:
+            target = scan(self._lake.spark, state, metadata=True)
+            positions, inlined = locations(doomed(target, source))
+            tx = self._tx(state)
+            ref = TableRef(state.table.table_id)
+            if positions or inlined:
+                delete_files.delete(tx, ref, positions, inlined)
+            rows = self._lake._stage_insert(
+                tx, ref, source, state.table_dir, state.columns, state.schema.schema_id,
+                state.table.table_id,
+                inline_ok=can_inline(state.columns, self._lake.lake.dialect))
+            if rows == 0 and not positions and not inlined:
+                return None
+            return self._lake.commit(tx, info)
+        finally:
+            if cache_source:
+                source.unpersist()
 
     def delete(self, where: str | Column | None = None,
                info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:

@@ -62,6 +62,11 @@ def _text(expr: Any, sql: str) -> str:
     return expr.sql()
 
 
+def _seq(node: Any) -> list[Any]:
+    """A Scala Seq as a Python list."""
+    return [node.apply(i) for i in range(node.size())]
+
+
 def _parts(node: Any) -> list[str]:
     """Name parts of an unresolved identifier, relation or namespace, or of a Scala Seq."""
     for method in ("nameParts", "multipartIdentifier"):
@@ -245,13 +250,55 @@ class Engine:
         types = {c.column_name.lower(): spark_type(c) for c in columns}
         df = df.select(*[F.col(quote(n)).cast(types[n.lower()]).alias(n) if n.lower() in types
                          else F.col(quote(n)) for n in df.columns])
-        info = self.commit_info("INSERT")
-        if plan.overwrite():
-            snapshot, _ = table.replace(df, info=info, evolve=False)
+        replace = plan.replaceCriteriaOpt()
+        if replace.isDefined():
+            snapshot = self._replace(table, df, replace.get(), plan.query(), sql)
+        elif plan.overwrite():
+            snapshot = self._overwrite(table, df, plan, sql)
         else:
-            snapshot = table.append(df, info=info)
+            snapshot = table.append(df, info=self.commit_info("INSERT"))
         self.registry.invalidate()
         return StatementResult("INSERT", snapshot=snapshot)
+
+    def _replace(self, table: LakeTable, df: DataFrame, criteria: Any, query: Any,
+                 sql: str) -> Snapshot | None:
+        """INSERT INTO t REPLACE WHERE | USING (cols) | ON cond: one snapshot."""
+        kind = criteria.getClass().getSimpleName().lower()
+        info = self.commit_info("INSERT REPLACE")
+        if "where" in kind:
+            where = _text(criteria.productElement(0), sql)
+            return self.registry.run_with_views(lambda: table.replace_where(df, where, info))
+        if "using" in kind:
+            keys = [str(k) for k in _seq(criteria.productElement(0))]
+            known = {c.column_name.lower(): c.column_name for c in table.columns()}
+            missing = [k for k in keys if k.lower() not in known]
+            if missing:
+                raise SchemaMismatchError(
+                    f"REPLACE USING names unknown column(s) {', '.join(missing)}; "
+                    f"{table.name} has " + ", ".join(known.values()))
+            return table.replace_using(df, [F.col(quote(known[k.lower()])) for k in keys],
+                                       info)
+        on = _text(criteria.productElement(0), sql)
+        alias = criteria.productElement(1)
+        target_alias = str(alias.get()) if alias.isDefined() else table.table_name
+        source_alias = (query.alias() if query.getClass().getSimpleName() == "SubqueryAlias"
+                        else None)
+        return self.registry.run_with_views(lambda: table.replace_on(
+            df, on, target_alias, source_alias, info))
+
+    def _overwrite(self, table: LakeTable, df: DataFrame, plan: Any,
+                   sql: str) -> Snapshot | None:
+        """INSERT OVERWRITE: the whole table, or on a partitioned table in dynamic mode
+        (``spark.sql.sources.partitionOverwriteMode=dynamic``, as dbt's insert_overwrite sets)
+        only the partitions present in the new rows."""
+        info = self.commit_info("INSERT OVERWRITE")
+        mode = (self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static")
+                or "static").lower()
+        keys = partition_keys(table) if mode == "dynamic" else []
+        if keys:
+            return table.replace_using(df, keys, info)
+        snapshot, _ = table.replace(df, info=info, evolve=False)
+        return snapshot
 
     def _target(self, relation: Any) -> tuple[LakeName, str | None]:
         alias = None
@@ -494,6 +541,34 @@ class Engine:
 
 _COMMANDS = {"SetCommand", "ResetCommand", "CacheTable", "UncacheTable", "ShowTables",
              "ShowNamespaces", "DescribeRelation", "CreateTempViewUsing", "CreateViewCommand"}
+
+
+_DATE_TRANSFORMS = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}
+
+
+def partition_keys(table: LakeTable) -> list[Any]:
+    """The table's partition key expressions (DuckLake transforms) as Spark Columns; empty
+    for an unpartitioned table."""
+    lake = table._lake.lake  # noqa: SLF001 - the table's own lake
+    info = table.info()
+    with lake.read() as conn:
+        spec = lake.partition_spec(info.table_id, lake.latest_snapshot().snapshot_id, conn)
+    if spec is None:
+        return []
+    by_id = {c.column_id: c.column_name for c in table.columns()}
+    keys = []
+    for key in spec.columns:
+        column = F.col(quote(by_id[key.column_id]))
+        transform = key.transform.lower()
+        if transform == "identity":
+            keys.append(column)
+        elif transform in _DATE_TRANSFORMS:
+            keys.append(_DATE_TRANSFORMS[transform](column))
+        else:
+            raise UnsupportedStatementError(
+                f"INSERT OVERWRITE by partition is not supported for the {key.transform} "
+                f"transform of {table.name}; accepted: identity, year, month, day, hour")
+    return keys
 
 
 def _parse_error(exc: Exception, sql: str) -> Exception:
