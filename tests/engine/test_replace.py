@@ -110,3 +110,21 @@ def test_replace_on_unqualified_columns_are_the_tables(lake, engine):  # noqa: A
                    "(SELECT id, v + 10 AS v FROM `main.t`) s")
     got = sorted((r["id"], r["v"]) for r in lake.table("main.t").read().collect())
     assert got == [(0, 10), (1, 11), (2, 2), (2, 12), (3, 13), (4, 14)]
+
+
+def test_postgres_type_names_are_accepted(lake, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` (a TEXT, b int8, c BOOL, d timestamp without time "
+                   "zone)")
+    engine.execute("INSERT INTO `main.t` SELECT 'x'::text, CAST(1 AS INT8), true, NULL")
+    assert [f.dataType.simpleString() for f in lake.table("main.t").schema().fields] == [
+        "string", "bigint", "boolean", "timestamp_ntz"]
+    assert engine.execute("SELECT 'text' AS text FROM `main.t`").df.collect()[0][0] == "text"
+
+
+def test_between_in_update_and_delete_conditions(lake, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, 0 AS v FROM range(30)")
+    engine.execute("UPDATE `main.t` SET v = 1 WHERE id between 16 and 20")
+    engine.execute("DELETE FROM `main.t` WHERE id BETWEEN 0 AND 4")
+    rows = {r["id"]: r["v"] for r in lake.table("main.t").read().collect()}
+    assert sorted(i for i, v in rows.items() if v == 1) == [16, 17, 18, 19, 20]
+    assert min(rows) == 5

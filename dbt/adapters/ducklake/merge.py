@@ -106,7 +106,7 @@ def merge_into(
             if clause.action in ("update", "update_star"):
                 sets = _assignments(clause, by_lower, t, s, source.columns)
                 updates.append(rows.select(
-                    *[(F.expr(sets[c.column_name]) if c.column_name in sets
+                    *[(F.expr(sets[c.column_name]).cast(_spark_type(c)) if c.column_name in sets
                        else F.col(f"{_q(t)}.{_q(c.column_name)}")).alias(c.column_name)
                       for c in columns],
                     F.col(f"{_q(t)}.{ROW_ID}").alias(ROW_ID_COLUMN)))

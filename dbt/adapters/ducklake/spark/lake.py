@@ -34,7 +34,7 @@ from ..lake.models import ColumnInfo, Snapshot, TableInfo
 from ..lake.types import LakeType, is_promotion
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
-from .types import column_specs, table_schema
+from .types import column_specs, spark_type, table_schema
 
 
 @dataclass(frozen=True)
@@ -473,8 +473,11 @@ class LakeTable:
             positions, inlined = locations(df)
             if not positions and not inlined:
                 return None
+            # SET values are cast to the column types, as Spark's (ANSI) store assignment
+            # does: a value that does not fit fails the statement.
             new = df.select(
-                *[exprs.get(c.column_name, F.col(f"`{c.column_name}`")).alias(c.column_name)
+                *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
+                   else F.col(f"`{c.column_name}`")).alias(c.column_name)
                   for c in state.columns],
                 F.col(ROW_ID).alias(ROW_ID_COLUMN))
             tx = self._tx(state)

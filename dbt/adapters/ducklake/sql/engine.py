@@ -55,11 +55,25 @@ def _text(expr: Any, sql: str) -> str:
     Spark's ``Expression.sql()`` cannot always be parsed again (an IN subquery prints as
     ``listquery()``), so the original text is used whenever its span is known.
     """
+    span = _span(expr)
+    if span is not None:
+        return sql[span[0]: span[1] + 1]
+    return expr.sql()
+
+
+def _span(expr: Any) -> tuple[int, int] | None:
+    """The widest [start, stop] the parser recorded over an expression and its children: a
+    node's own origin can be narrower than its text (``a BETWEEN 1 AND 2`` records only
+    ``BETWEEN 1 AND 2`` on the AND it builds, and ``a`` on its child)."""
     origin = expr.origin()
     start, stop = origin.startIndex(), origin.stopIndex()
-    if start.isDefined() and stop.isDefined():
-        return sql[start.get(): stop.get() + 1]
-    return expr.sql()
+    best = (start.get(), stop.get()) if start.isDefined() and stop.isDefined() else None
+    children = expr.children()
+    for i in range(children.size()):
+        child = _span(children.apply(i))
+        if child is not None:
+            best = child if best is None else (min(best[0], child[0]), max(best[1], child[1]))
+    return best
 
 
 def _seq(node: Any) -> list[Any]:
@@ -101,10 +115,7 @@ class Engine:
 
     def _execute_one(self, sql: str) -> StatementResult:
         self.registry.refresh()
-        try:
-            plan = self._parser.parsePlan(sql)
-        except Exception as exc:  # py4j wraps ParseException
-            raise _parse_error(exc, sql) from None
+        plan, sql = self._parse(sql)
         kind = plan.getClass().getSimpleName()
         handler = getattr(self, f"_on_{kind}", None)
         if handler is None:
@@ -115,6 +126,20 @@ class Engine:
                 f"this connection is pinned to snapshot {self.registry.pinned_version} "
                 "(snapshot_version in the profile) and cannot write; remove the pin to write")
         return handler(plan, sql)
+
+    def _parse(self, sql: str) -> tuple[Any, str]:
+        """Parse with Spark's parser. A type name Spark lacks but PostgreSQL and DuckDB users
+        write (``TEXT``, ``INT8``, ...) is replaced by Spark's name at the position the parser
+        reports, and the statement is parsed again; the corrected text is returned with it."""
+        for _ in range(256):
+            try:
+                return self._parser.parsePlan(sql), sql
+            except Exception as exc:  # py4j raises pyspark's captured ParseException
+                fixed = _with_spark_type_name(exc, sql)
+                if fixed is None:
+                    raise _parse_error(exc, sql) from None
+                sql = fixed
+        raise ParseException(f"too many unsupported type names in: {sql[:200]}")
 
     def dataframe(self, sql: str, part: Callable[[Any], Any]) -> DataFrame:
         """The query inside a statement as a DataFrame, registering the lake relations it reads.
@@ -569,6 +594,27 @@ def partition_keys(table: LakeTable) -> list[Any]:
                 f"INSERT OVERWRITE by partition is not supported for the {key.transform} "
                 f"transform of {table.name}; accepted: identity, year, month, day, hour")
     return keys
+
+
+# Type names of PostgreSQL and DuckDB that Spark's parser does not know, with Spark's own.
+TYPE_ALIASES = {"TEXT": "STRING", "BPCHAR": "STRING", "INT2": "SMALLINT", "INT4": "INT",
+                "INT8": "BIGINT", "FLOAT4": "FLOAT", "FLOAT8": "DOUBLE", "BOOL": "BOOLEAN",
+                "BYTEA": "BINARY", "BLOB": "BINARY"}
+
+
+def _with_spark_type_name(exc: Exception, sql: str) -> str | None:
+    """``sql`` with the unsupported type name Spark reported replaced, or None."""
+    condition = getattr(exc, "getCondition", None)
+    if condition is None or condition() != "UNSUPPORTED_DATATYPE":
+        return None
+    name = str(exc.getMessageParameters().get("typeName", "")).strip('"').upper()  # type: ignore[attr-defined]
+    if name not in TYPE_ALIASES:
+        return None
+    for context in exc.getQueryContext():  # type: ignore[attr-defined]
+        start, stop = context.startIndex(), context.stopIndex()
+        if 0 <= start <= stop < len(sql) and sql[start:stop + 1].upper() == name:
+            return sql[:start] + TYPE_ALIASES[name] + sql[stop + 1:]
+    return None
 
 
 def _parse_error(exc: Exception, sql: str) -> Exception:
