@@ -122,3 +122,183 @@ def test_our_partition_values_match_duckdb(lake, duck, source, spec):  # noqa: A
     theirs_paths = {p.rsplit("/", 1)[0] for p, _, _ in files(duck, "d")}
     assert ours_paths == theirs_paths
     assert duck_rows(duck, "SELECT * FROM lake.t") == duck_rows(duck, "SELECT * FROM lake.d")
+
+
+@pytest.fixture
+def engine(spark, lake):  # noqa: ANN001, ANN201
+    return Engine(spark, lake, ViewRegistry(spark, lake))
+
+
+def test_duckdb_writes_partitioned_we_read(lake, duck):  # noqa: ANN001
+    duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+    duck.execute("CREATE TABLE lake.t(id INT, region VARCHAR, ts TIMESTAMP, v DOUBLE)")
+    duck.execute("ALTER TABLE lake.t SET PARTITIONED BY (region, year(ts), bucket(3, id))")
+    duck.execute("""INSERT INTO lake.t SELECT i, CASE i % 3 WHEN 0 THEN 'eu' WHEN 1 THEN 'a b'
+                    ELSE NULL END, TIMESTAMP '2022-05-01' + INTERVAL (i * 40) DAY, i / 3
+                    FROM range(60) r(i)""")
+    assert any("region=a%20b/" in p for p, _, _ in files(duck))
+    table = lake.table("main.t")
+    assert table.partitioning() == ["region", "year(ts)", "bucket(3, id)"]
+    assert spark_rows(table.read()) == duck_rows(duck, "SELECT * FROM lake.t")
+    assert spark_rows(table.read().where("region = 'a b'")) == \
+        duck_rows(duck, "SELECT * FROM lake.t WHERE region = 'a b'")
+    # we append with DuckDB's spec; DuckDB reads everything and our values match its own
+    before = len(files(duck))
+    table.append(table.read().selectExpr("id + 100 AS id", "region", "ts", "v"))
+    assert len(files(duck)) > before
+    assert spark_rows(table.read()) == duck_rows(duck, "SELECT * FROM lake.t")
+    values = partition_values_by_id(lake, duck, "t")
+    expected = dict(duck.execute(
+        "SELECT id, [region, year(ts)::VARCHAR, ((murmur3_32(id) & 2147483647) % 3)::VARCHAR] "
+        "FROM lake.t").fetchall())
+    assert {k: tuple(v) for k, v in expected.items()} == values
+
+
+def test_files_added_by_add_data_files_with_hive_partition(lake, duck, tmp_path):  # noqa: ANN001
+    """A hive-partitioned foreign file whose partition column lives only in its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+    duck.execute("CREATE TABLE lake.t(id INT, region VARCHAR)")
+    duck.execute("ALTER TABLE lake.t SET PARTITIONED BY (region)")
+    folder = tmp_path / "ext" / "region=eu"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), folder / "f.parquet")
+    try:
+        duck.execute(f"CALL ducklake_add_data_files('lake', 't', '{folder}/f.parquet', "
+                     "hive_partitioning => true)")
+    except Exception as exc:  # noqa: BLE001 - not every build accepts the option
+        pytest.skip(f"DuckDB refused the hive file: {exc}")
+    expected = duck_rows(duck, "SELECT * FROM lake.t")
+    assert expected == [(1, "eu"), (2, "eu")]
+    assert spark_rows(lake.table("main.t").read()) == expected
+
+
+def test_set_and_reset_partitioning_sql(lake, duck, engine, spark):  # noqa: ANN001
+    no_inlining(lake)
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id % 3 AS STRING) AS k, "
+                   "TIMESTAMP_NTZ'2024-01-01 00:00:00' + make_interval(0, 0, 0, id) AS ts "
+                   "FROM range(12)")
+    assert all(pid is None for _, pid, _ in files(duck))
+    engine.execute("alter table `main.t` set partitioned by (k, month(ts));")
+    assert engine.partitioning(parse_name(["main.t"])) == ["k", "month(ts)"]
+    duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+    # DuckDB sees our spec and lays its own inserts out by it
+    duck.execute("INSERT INTO lake.t VALUES (100, 'z', TIMESTAMP '2024-03-05 10:00:00')")
+    paths = [p for p, _, _ in files(duck)]
+    assert any(p.startswith("k=z/month=3/") for p in paths), paths
+    # the spec applies to new files only
+    old = [f for f in files(duck) if f[1] is None]
+    assert old and all("/" not in p for p, _, _ in old)
+    engine.execute("INSERT INTO `main.t` SELECT id + 200, 'q', ts FROM `main.t` WHERE id < 12")
+    new = [f for f in files(duck) if f[2] and f[2][0] == "q"]
+    assert {tuple(f[2]) for f in new} == {("q", "1")}
+    snapshot = engine.execute('ALTER TABLE main."t" SET PARTITIONED BY (k, month(ts))')
+    assert snapshot.snapshot is None  # same spec: nothing committed
+    engine.execute("ALTER TABLE `main.t` RESET PARTITIONED BY")
+    assert lake.table("main.t").partitioning() == []
+    info = duck.execute(f"SELECT partition_id, end_snapshot FROM {META}.ducklake_partition_info "
+                        "ORDER BY partition_id").fetchall()
+    assert len(info) == 2 and info[0][1] is not None and info[1][1] is None
+    assert duck.execute(f"SELECT count(*) FROM {META}.ducklake_partition_column WHERE "
+                        f"partition_id = {info[1][0]}").fetchone()[0] == 0
+    duck.execute("INSERT INTO lake.t VALUES (300, 'r', TIMESTAMP '2024-03-05 10:00:00')")
+    assert files(duck)[-1][1] is None or any(p.startswith("ducklake-") and pid is None
+                                             for p, pid, _ in files(duck))
+    assert spark_rows(lake.table("main.t").read()) == duck_rows(duck, "SELECT * FROM lake.t")
+    changes = [s.changes for s in lake.snapshots()]
+    assert ["altered_table:1"] in changes
+
+
+def test_ctas_partitioned_by_spark_syntax(lake, duck, engine):  # noqa: ANN001
+    no_inlining(lake)
+    engine.execute("CREATE TABLE `main.t` PARTITIONED BY (region, years(ts), bucket(4, id)) AS "
+                   "SELECT id, IF(id % 2 = 0, 'eu', 'us') AS region, "
+                   "TIMESTAMP'2020-06-01 00:00:00' + make_interval(id, 0, 0, 0) AS ts "
+                   "FROM range(8)")
+    assert lake.table("main.t").partitioning() == ["region", "year(ts)", "bucket(4, id)"]
+    spec = duck.execute(f"SELECT partition_key_index, column_id, transform FROM "
+                        f"{META}.ducklake_partition_column ORDER BY 1").fetchall()
+    assert spec == [(0, 2, "identity"), (1, 3, "year"), (2, 1, "bucket(4)")]
+    # created and partitioned in one snapshot
+    assert lake.snapshots()[-1].changes == ['created_table:"main"."t"',
+                                            "inserted_into_table:1"]
+    assert all(p.startswith("region=") for p, _, _ in files(duck))
+    assert duck_rows(duck, "SELECT * FROM lake.t") == spark_rows(lake.table("main.t").read())
+    engine.execute("CREATE TABLE `main.e` (id INT, region STRING) PARTITIONED BY (region)")
+    assert lake.table("main.e").partitioning() == ["region"]
+    # CREATE OR REPLACE keeps the identity; without PARTITIONED BY the table is unpartitioned
+    engine.execute("CREATE OR REPLACE TABLE `main.t` PARTITIONED BY (months(ts)) AS "
+                   "SELECT * FROM `main.t`")
+    assert lake.table("main.t").partitioning() == ["month(ts)"]
+    assert all(p.startswith("month=") for p, _, _ in files(duck))
+    engine.execute("CREATE OR REPLACE TABLE `main.t` AS SELECT * FROM `main.t`")
+    assert lake.table("main.t").partitioning() == []
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(8,)]
+
+
+def test_replace_table_api_one_snapshot(lake, duck, engine, source):  # noqa: ANN001
+    no_inlining(lake)
+    name = parse_name(["main.t"])
+    engine.replace_table(name, source, partition_by=["bucket(2, id)"])
+    assert lake.snapshots()[-1].changes[0] == 'created_table:"main"."t"'
+    assert engine.partitioning(name) == ["bucket(2, id)"]
+    before = len(lake.snapshots())
+    engine.replace_table(name, source, partition_by=["s", "year(ts)"])
+    assert len(lake.snapshots()) == before + 1
+    assert engine.partitioning(name) == ["s", "year(ts)"]
+    engine.replace_table(name, source)  # None keeps the spec
+    assert engine.partitioning(name) == ["s", "year(ts)"]
+    assert all(len(v) == 2 for _, _, v in files(duck))
+    assert duck_rows(duck, "SELECT * FROM lake.t") == spark_rows(lake.table("main.t").read())
+
+
+def test_update_delete_merge_on_partitioned_table(lake, duck, engine, source):  # noqa: ANN001
+    no_inlining(lake)
+    lake.create_table("main.t", source, partition_by=["bucket(3, id)", "s"])
+    engine.execute("UPDATE `main.t` SET s = 'moved' WHERE id < 20")
+    engine.execute("DELETE FROM `main.t` WHERE id % 5 = 0")
+    engine.execute("MERGE INTO `main.t` AS t USING (SELECT id + 1000 AS id, s, d, ts, tz, f, "
+                   "dec FROM `main.t` WHERE id < 6) AS s ON t.id = s.id "
+                   "WHEN NOT MATCHED THEN INSERT *")
+    assert duck_rows(duck, "SELECT * FROM lake.t") == spark_rows(lake.table("main.t").read())
+    values = partition_values_by_id(lake, duck, "t")
+    for row in lake.table("main.t").read().collect():
+        assert values[row.id][1] == row.s, row
+    assert ("update_postimage",) in duck.execute(
+        "SELECT DISTINCT change_type FROM lake.table_changes('t', 2, 2)").fetchall()
+
+
+def test_small_writes_stay_inlined(lake, duck, spark):  # noqa: ANN001
+    table = lake.create_table("main.t", spark.createDataFrame([(1, "a")], "id long, s string"),
+                              partition_by=["s"])
+    table.append(spark.createDataFrame([(2, "b")], "id long, s string"))
+    assert files(duck) == []
+    assert duck_rows(duck, "SELECT * FROM lake.t") == [(1, "a"), (2, "b")]
+    duck.execute("CALL ducklake_flush_inlined_data('lake')")
+    assert {tuple(v) for _, _, v in files(duck)} <= {("a",), ("b",)}
+    assert spark_rows(table.read()) == [(1, "a"), (2, "b")]
+
+
+def test_merge_adjacent_files_on_our_partitioned_files(lake, duck, source):  # noqa: ANN001
+    no_inlining(lake)
+    table = lake.create_table("main.t", source, partition_by=["year(ts)"])
+    table.append(source)
+    table.append(source)
+    assert len(files(duck)) == 9
+    result = duck.execute("SELECT * FROM ducklake_merge_adjacent_files('lake', 't')").fetchall()
+    assert sorted(r[2:] for r in result) == [(3, 1)] * 3, result  # per partition: 3 -> 1
+    assert sorted(tuple(v) for _, _, v in files(duck)) == [("2023",), ("2024",), ("2025",)]
+    assert spark_rows(table.read()) == duck_rows(duck, "SELECT * FROM lake.t")
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(120,)]
+
+
+def test_bad_specs_are_refused_with_the_accepted_list(lake, spark, source):  # noqa: ANN001
+    with pytest.raises(NotFoundError, match="no column 'nope'"):
+        lake.create_table("main.t", source, partition_by=["nope"])
+    with pytest.raises(InvalidArgumentError, match="accepted: .*bucket"):
+        lake.create_table("main.t", source, partition_by=["truncate(3, s)"])
+    with pytest.raises(InvalidArgumentError, match="does not apply"):
+        lake.create_table("main.t", source, partition_by=["year(id)"])
+    assert lake.tables("main") == []
