@@ -20,6 +20,16 @@ from dbt.adapters.ducklake.sql.views import ViewRegistry, parse_name
 pytestmark = pytest.mark.spark
 
 META = "__ducklake_metadata_lake"
+
+
+@pytest.fixture(autouse=True)
+def _metadata_tables(lake_target):  # noqa: ANN001, ANN202
+    """Point :data:`META` at the catalog's metadata tables as DuckDB names them."""
+    global META
+    schema = lake_target.metadata_schema
+    META = "__ducklake_metadata_lake" + (f".{schema}" if schema else "")
+    yield
+    META = "__ducklake_metadata_lake"
 STRINGS = ["eu", "a b", "x/y", "é€ ü", "k=v%", "", None, "a'b\"c"]
 
 
