@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 os.environ.setdefault("TZ", "UTC")
+# Python workers (Arrow UDFs such as bucket partitioning) run this interpreter, not whatever
+# python3 comes first on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 PG_HOST = os.environ.get("DUCKLAKE_PG_HOST", "127.0.0.1")
 PG_PORT = os.environ.get("DUCKLAKE_PG_PORT", "5432")

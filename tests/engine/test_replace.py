@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from oracle import assert_same, duck_rows
 
+from dbt.adapters.ducklake.lake.partitions import partition_value
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.views import ViewRegistry
 
@@ -128,3 +129,28 @@ def test_between_in_update_and_delete_conditions(lake, engine):  # noqa: ANN001
     rows = {r["id"]: r["v"] for r in lake.table("main.t").read().collect()}
     assert sorted(i for i, v in rows.items() if v == 1) == [16, 17, 18, 19, 20]
     assert min(rows) == 5
+
+
+def test_insert_overwrite_dynamic_with_bucket_and_year(spark, lake, duck, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` PARTITIONED BY (bucket(3, id), years(ts)) AS "
+                   "SELECT id, timestamp'2024-06-01 00:00:00' + make_interval(id % 2) AS ts "
+                   "FROM range(60)")
+    table = lake.table("main.t")
+    bucket, year = table.partition_keys()
+
+    def partition(row) -> tuple:  # noqa: ANN001
+        return partition_value(bucket, row["id"]), partition_value(year, row["ts"])
+
+    before = table.read().collect()
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        engine.execute("INSERT OVERWRITE TABLE `main.t` SELECT 7L AS id, "
+                       "timestamp'2025-03-01 00:00:00' AS ts")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    new = partition({"id": 7, "ts": table.read().where("id = 7").collect()[0]["ts"]})
+    expected = sorted([(r["id"], r["ts"]) for r in before if partition(r) != new]
+                      + [(7, table.read().where("id = 7").collect()[0]["ts"])])
+    assert 0 < len(expected) - 1 < len(before)  # some rows replaced, most kept
+    assert sorted((r["id"], r["ts"]) for r in table.read().collect()) == expected
+    assert_same(duck, "t", table.read())

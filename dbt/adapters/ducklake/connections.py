@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,6 +118,10 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .config("spark.sql.parquet.fieldId.write.enabled", "true")
                .config("spark.sql.parquet.fieldId.read.enabled", "true"))
+    if credentials.master.startswith("local"):
+        # Python UDFs (bucket partition keys) run in worker processes; locally they must use
+        # this interpreter, which has pyarrow and numpy, not whatever `python3` is on PATH.
+        builder = builder.config("spark.pyspark.python", sys.executable)
     for key, value in (credentials.spark_conf or {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()

@@ -617,6 +617,31 @@ class Lake:
             for r in rows
         }
 
+    def file_partition_columns(self, file_ids: Sequence[int], conn: Connection
+                               ) -> dict[int, dict[int, str | None]]:
+        """Data file id -> {column id: partition value text} for the given files.
+
+        Used for files whose name mapping marks a column ``is_partition``: its value is in
+        the file's hive path, not in the file (``ducklake_add_data_files`` on hive files).
+        """
+        if not file_ids:
+            return {}
+        ids = sorted(set(file_ids))
+        marks = ", ".join(f":f{i}" for i in range(len(ids)))
+        rows = conn.execute(
+            text(f"SELECT v.data_file_id, c.column_id, v.partition_value FROM "
+                 f"{self.t('ducklake_file_partition_value')} v JOIN "
+                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
+                 f"{self.t('ducklake_partition_column')} c ON c.partition_id = f.partition_id "
+                 "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index "
+                 f"WHERE v.data_file_id IN ({marks})"),
+            {f"f{i}": v for i, v in enumerate(ids)},
+        ).all()
+        out: dict[int, dict[int, str | None]] = {}
+        for fid, cid, value in rows:
+            out.setdefault(int(fid), {})[int(cid)] = value
+        return out
+
     def partition_spec(self, table_id: int, at: int, conn: Connection) -> PartitionSpec | None:
         row = conn.execute(
             text(f"SELECT partition_id FROM {self.t('ducklake_partition_info')} "

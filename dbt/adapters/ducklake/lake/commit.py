@@ -110,6 +110,9 @@ class NewDataFile:
     partial_max: int | None = None
     partition_id: int | None = None
     partition_values: list[tuple[int, str | None]] = field(default_factory=list)
+    # The spec the file was laid out for, as (column_id, transform) per key; the commit
+    # resolves it to the table's live partition_id and refuses a spec changed meanwhile.
+    partition_layout: tuple[tuple[int, str], ...] | None = None
     counts_as_insert: bool = True  # False for compaction and flush (no stats advance)
 
 

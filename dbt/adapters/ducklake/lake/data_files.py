@@ -20,6 +20,7 @@ from .commit import (
     insert_rows,
     update_table_stats,
 )
+from .errors import CommitConflictError
 from .models import ColumnInfo, TableInfo
 from .tables import DATA, DELETES
 
@@ -93,7 +94,17 @@ def register_files(
     next_row_id = first_row_id
     cache: dict[tuple[Any, ...], int] = {}
     ids = []
+    live_partition: list[tuple[int | None, tuple[tuple[int, str], ...]]] = []
     for f in files:
+        if f.partition_layout is not None:
+            if not live_partition:
+                live_partition.append(_live_partition(ctx, table.table_id))
+            partition_id, layout = live_partition[0]
+            if layout != f.partition_layout:
+                raise CommitConflictError(
+                    f"the partitioning of {table.schema_name}.{table.table_name} changed while "
+                    "data was being written for it; nothing was committed, rerun the write")
+            f.partition_id = partition_id
         data_file_id = ctx.file_id()
         ids.append(data_file_id)
         mapping_id = _mapping_id(ctx, table.table_id, f.mapping, cache) if f.mapping else None
@@ -138,6 +149,15 @@ def register_files(
             ctx.next_file_id += 1  # invalidates readers' stats caches, as DuckDB does
         ctx.change(11, f"inlined_insert:{table.table_id}")
     return ids
+
+
+def _live_partition(ctx: CommitContext, table_id: int
+                    ) -> tuple[int | None, tuple[tuple[int, str], ...]]:
+    """The table's partition id and layout as of this commit (including its own changes)."""
+    spec = ctx.lake.partition_spec(table_id, ctx.snapshot_id, ctx.conn)
+    if spec is None:
+        return None, ()
+    return spec.partition_id, tuple((c.column_id, c.transform) for c in spec.columns)
 
 
 def insert(

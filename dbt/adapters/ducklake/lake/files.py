@@ -95,5 +95,19 @@ def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
             if info.type == pafs.FileType.File]
 
 
+def first_row(path: str, columns: list[str]) -> dict[str, object]:
+    """The first row of some columns of a Parquet file (one small batch is read)."""
+    fs, inner = filesystem(path)
+    try:
+        with fs.open_input_file(inner) as handle:
+            batches = pq.ParquetFile(handle).iter_batches(batch_size=1, columns=columns)
+            batch = next(batches, None)
+    except (OSError, pa.ArrowException) as exc:
+        raise DataFileError(f"cannot read Parquet file {path}: {exc}") from exc
+    if batch is None or batch.num_rows == 0:
+        raise DataFileError(f"Parquet file {path} has no rows")
+    return batch.slice(0, 1).to_pylist()[0]
+
+
 def is_local(path: str) -> bool:
     return "://" not in strip_scheme(path)

@@ -222,7 +222,8 @@ def _replace_column(ctx: CommitContext, old: ColumnInfo, **changes: object) -> N
     insert_rows(ctx, "ducklake_column", [row])
 
 
-def _altered(ctx: CommitContext, table_id: int) -> None:
+def altered(ctx: CommitContext, table_id: int) -> None:
+    """Record a structural change of a table: new schema version, ``altered_table`` token."""
     ctx.bump_schema()
     if table_id not in ctx.schema_version_rows:
         ctx.schema_version_rows.append(table_id)
@@ -283,7 +284,7 @@ def alter_columns(
             first = ctx.lake.max_column_id(table.table_id, ctx.conn) + 1
             rows, _ = column_rows(ctx, table.table_id, add, first)
             insert_rows(ctx, "ducklake_column", rows)
-        _altered(ctx, table.table_id)
+        altered(ctx, table.table_id)
         inlined_data.on_schema_change(ctx, table.table_id)
 
     tx.add(CREATES, op, *([f"altered_table:{ref.table_id}"] if ref.table_id is not None else []))

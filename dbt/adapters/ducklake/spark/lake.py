@@ -14,7 +14,7 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,16 @@ from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlined_data import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableInfo
+from ..lake.partitions import (
+    PartitionField,
+    PartitionKey,
+    describe,
+    keys_of_spec,
+    parse_partition_by,
+    reset_partitioning,
+    resolve,
+    set_partitioning,
+)
 from ..lake.types import LakeType, is_promotion
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
@@ -47,6 +57,8 @@ class CommitInfo:
 
 
 TableName = str | tuple[str, str]
+# A partition spec: keys such as ["region", "year(ts)", "bucket(4, id)"] or one string.
+PartitionBy = str | Sequence[str | PartitionField]
 
 
 def split_name(name: TableName) -> tuple[str, str]:
@@ -129,12 +141,14 @@ class SparkLake:
     def create_table(
         self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
         if_not_exists: bool = False, info: CommitInfo | None = None,
-        not_null: Iterable[str] = (),
+        not_null: Iterable[str] = (), partition_by: PartitionBy | None = None,
     ) -> LakeTable:
         """Create a table from a schema, or from a DataFrame in one snapshot (CTAS).
 
         A table built from a DataFrame has nullable columns, except those in ``not_null``,
         whose data is checked before anything is committed; a schema keeps its nullability.
+        ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) sets the partition
+        spec in the same snapshot, so the first data is already laid out by it.
         """
         schema_name, table_name = split_name(name)
         if if_not_exists and f"{schema_name}.{table_name}" in self.tables(schema_name):
@@ -149,12 +163,16 @@ class SparkLake:
         tx = Transaction(self.lake)
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
+        columns = provisional_columns(specs)
+        keys: tuple[PartitionKey, ...] = ()
+        if partition_by:
+            keys = resolve(set_partitioning(tx, ref, partition_by), columns)
         if df is not None:
             schema = self.lake.schema(schema_name)
             table_dir = (self.lake.schema_dir(schema) + dir_name(table_name, table_uuid) + "/")
-            columns = provisional_columns(specs)
             self._stage_insert(tx, ref, df, table_dir, columns, schema.schema_id, None,
-                               inline_ok=can_inline(columns, self.lake.dialect))
+                               inline_ok=can_inline(columns, self.lake.dialect),
+                               partition_keys=keys)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
 
@@ -184,10 +202,22 @@ class SparkLake:
         columns: list[ColumnInfo], schema_id: int, table_id: int | None,
         inline_ok: bool, replace: bool = False, row_ids: bool = False,
         inlined_row_ids: list[int] | None = None,
+        partition_keys: Sequence[PartitionKey] | None = None,
     ) -> int:
-        """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows."""
+        """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
+
+        Files follow ``partition_keys``, by default the table's live partition spec (the
+        commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
+        """
         with self.lake.read() as conn:
             limit = self.lake.inlining_row_limit(conn, schema_id, table_id)
+            if partition_keys is None:
+                partition_keys = ()
+                if table_id is not None:
+                    spec = self.lake.partition_spec(
+                        table_id, self.lake.latest_snapshot(conn).snapshot_id, conn)
+                    if spec is not None:
+                        partition_keys = keys_of_spec(spec, columns)
         conformed = spark_write.conform(df, columns, row_ids=row_ids)
         rows: pa.Table | None = None
         new_files: list[data_files.NewDataFile] = []
@@ -197,7 +227,8 @@ class SparkLake:
                 spark_write.check_not_null(local, columns)
                 rows = local
         if rows is None:
-            staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids)
+            staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids,
+                                       partition_keys)
             if inline_ok and limit > 0 and staged.row_count <= limit:
                 rows = staged.read_rows()
                 staged.discard()
@@ -258,6 +289,46 @@ class LakeTable:
     def schema(self) -> StructType:
         return table_schema(self.columns())
 
+    # ------------------------------------------------------------------ partitioning
+    def partition_keys(self, version: int | None = None) -> tuple[PartitionKey, ...]:
+        """The live partition spec resolved to columns (empty when unpartitioned)."""
+        lake = self._lake.lake
+        with lake.read() as conn:
+            at = version if version is not None else lake.latest_snapshot(conn).snapshot_id
+            table = lake.table(self.schema_name, self.table_name, at, conn)
+            spec = lake.partition_spec(table.table_id, at, conn)
+            if spec is None:
+                return ()
+            return keys_of_spec(spec, lake.columns(table.table_id, at, conn))
+
+    def partitioning(self, version: int | None = None) -> list[str]:
+        """The partition spec as keys, e.g. ``['region', 'year(ts)', 'bucket(4, id)']``;
+        ``[]`` when the table is not partitioned. Accepted back by :meth:`set_partitioning`."""
+        return describe(self.partition_keys(version))
+
+    def set_partitioning(self, partition_by: PartitionBy,
+                         info: CommitInfo | None = None) -> Snapshot | None:
+        """``ALTER TABLE ... SET PARTITIONED BY``: new files follow the spec, existing files
+        keep theirs. One snapshot; ``None`` (nothing committed) if the spec is unchanged."""
+        state = self.state(contents=False)
+        keys = resolve(parse_partition_by(partition_by), state.columns)
+        current = self.partition_keys(state.snapshot_id)
+        if [(k.column.column_id, k.transform_text) for k in keys] == \
+                [(k.column.column_id, k.transform_text) for k in current]:
+            return None
+        tx = self._tx(state)
+        set_partitioning(tx, TableRef(state.table.table_id), partition_by)
+        return self._lake.commit(tx, info)
+
+    def reset_partitioning(self, info: CommitInfo | None = None) -> Snapshot | None:
+        """``ALTER TABLE ... RESET PARTITIONED BY``; ``None`` if it was not partitioned."""
+        state = self.state(contents=False)
+        if not self.partition_keys(state.snapshot_id):
+            return None
+        tx = self._tx(state)
+        reset_partitioning(tx, TableRef(state.table.table_id))
+        return self._lake.commit(tx, info)
+
     def state(self, version: int | None = None,
               timestamp: datetime | str | None = None, contents: bool = True) -> TableState:
         at = version
@@ -298,18 +369,25 @@ class LakeTable:
         return self._lake.commit(tx, info)
 
     def replace(self, df: DataFrame, info: CommitInfo | None = None,
-                evolve: bool = True, not_null: Iterable[str] = ()) -> tuple[Snapshot, str | None]:
+                evolve: bool = True, not_null: Iterable[str] = (),
+                partition_by: PartitionBy | None = None) -> tuple[Snapshot, str | None]:
         """Replace contents and, with ``evolve``, the columns, keeping the table's identity.
 
         Added, dropped and widened columns are altered in the same snapshot as the new data.
         A change DuckLake cannot alter in place (a narrowing type, a changed nested type)
         recreates the table instead; the second value says why, else it is ``None``.
+        ``partition_by=None`` keeps the partition spec; a spec sets it and ``[]`` resets it,
+        in the same snapshot, and the new files follow it.
         """
-        if not evolve:
+        if not evolve and partition_by is None:
             return self.overwrite(df, info), None
         state = self.state()
+        current_keys = self.partition_keys(state.snapshot_id)
+        wanted_spec = describe(current_keys) if partition_by is None else (
+            list(parse_partition_by(partition_by)) if partition_by else [])
         current = {c.column_name.lower(): c for c in state.columns}
-        wanted = column_specs(df.schema, keep_nullability=False, not_null=not_null)
+        wanted = column_specs(df.schema, keep_nullability=False, not_null=not_null) if \
+            evolve else []
         add, retype, reason = [], [], None
         nullability = [(s.name, s.nulls_allowed) for s in wanted
                        if s.name.lower() in current
@@ -324,13 +402,21 @@ class LakeTable:
                     reason = f"column {col.column_name}: {_describe(col)} -> {spec.type}"
                     break
                 retype.append((col.column_name, spec.type))
-        wanted_names = {s.name.lower() for s in wanted}
+        wanted_names = {s.name.lower() for s in wanted} if evolve else \
+            {c.column_name.lower() for c in state.columns}
         drop = [c.column_name for c in state.columns if c.column_name.lower() not in wanted_names]
         if reason is not None:
             key = (self.schema_name, self.table_name)
             self._lake.drop_table(key, info=info)
-            self._lake.create_table(key, df, info=info, not_null=not_null)
+            self._lake.create_table(key, df, info=info, not_null=not_null,
+                                    partition_by=wanted_spec or None)
             return self._lake.current_snapshot(), reason
+        dropped_keys = [str(k.field) for k in current_keys
+                        if k.column.column_name.lower() not in wanted_names]
+        if dropped_keys and partition_by is None:
+            raise SchemaMismatchError(
+                f"{self.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
+                "new data no longer has; pass partition_by to change the spec")
         tx = self._tx(state)
         ref = TableRef(state.table.table_id)
         columns = state.columns
@@ -339,16 +425,23 @@ class LakeTable:
                                  nullability=nullability)
             with self._lake.lake.read() as conn:
                 first = self._lake.lake.max_column_id(state.table.table_id, conn) + 1
-            types = dict((n.lower(), t) for n, t in retype)
-            nulls = dict((n.lower(), a) for n, a in nullability)
+            types = {n.lower(): t for n, t in retype}
+            nulls = {n.lower(): a for n, a in nullability}
             columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type),
                                nulls_allowed=nulls.get(c.column_name.lower(), c.nulls_allowed))
                        for c in state.columns if c.column_name.lower() in wanted_names]
             columns += provisional_columns(add, first)
+        keys = resolve(parse_partition_by(wanted_spec), columns) if wanted_spec else ()
+        if [(k.column.column_id, k.transform_text) for k in keys] != \
+                [(k.column.column_id, k.transform_text) for k in current_keys]:
+            if keys:
+                set_partitioning(tx, ref, wanted_spec)
+            else:
+                reset_partitioning(tx, ref)
         self._lake._stage_insert(
             tx, ref, df, state.table_dir, columns, state.schema.schema_id,
             state.table.table_id, inline_ok=can_inline(columns, self._lake.lake.dialect),
-            replace=True)
+            replace=True, partition_keys=keys)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
         return self._lake.commit(tx, info), None
 

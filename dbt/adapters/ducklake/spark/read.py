@@ -58,6 +58,8 @@ class TableState:
     column_history: list[Any] = field(default_factory=list)
     mappings: dict[int, list[NameMapping]] = field(default_factory=dict)
     inlining_row_limit: int = 10
+    # data file id -> {column id: value text} for columns held in the file's hive path
+    path_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
 
     def path_of(self, data_file: DataFile) -> str:
         return join_path(self.table_dir, data_file.path, data_file.path_is_relative)
@@ -102,10 +104,13 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
             inlined_deletes=inlined_data.read_file_deletes(lake, conn, table.table_id, s),
             inlined=inlined_data.read_rows(lake, conn, table.table_id, visible(), {"s": s}),
             column_history=[tuple(r) for r in history],
-            mappings=lake.name_mappings([f.mapping_id for f in data_files if f.mapping_id],
-                                        conn),
+            mappings=lake.name_mappings(
+                [f.mapping_id for f in data_files if f.mapping_id is not None], conn),
             inlining_row_limit=lake.inlining_row_limit(conn, schema.schema_id, table.table_id),
         )
+        hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
+            m.is_partition for m in state.mappings.get(f.mapping_id, []))]
+        state.path_values = lake.file_partition_columns(hive, conn)
     return state
 
 
@@ -216,11 +221,12 @@ def scan(
                      if not m.is_partition}
             file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
             by_name = True
-        key = (by_name, tuple(_signature(c) for c in file_columns))
+        constants = tuple(sorted(state.path_values.get(data_file.data_file_id, {}).items()))
+        key = (by_name, tuple(_signature(c) for c in file_columns), constants)
         groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
     deleted = _deleted_positions(state)
-    for file_columns, by_name, files in groups.values():
-        part = _scan_group(spark, state, file_columns, by_name, files)
+    for (_, _, constants), (file_columns, by_name, files) in groups.items():
+        part = _scan_group(spark, state, file_columns, by_name, files, dict(constants))
         parts.append(_without_deleted(
             spark, part, {f.data_file_id: deleted[f.data_file_id] for f in files
                           if f.data_file_id in deleted}))
@@ -280,7 +286,7 @@ def _meta_fields() -> list[StructField]:
 
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
-    files: list[DataFile],
+    files: list[DataFile], constants: dict[int, str | None] | None = None,
 ) -> DataFrame:
     fields = []
     for c in file_columns:
@@ -320,7 +326,10 @@ def _scan_group(
     out = []
     for column in state.columns:
         old = by_id.get(column.column_id)
-        if old is None:
+        if constants and column.column_id in constants:  # the value is in the hive path
+            out.append(F.lit(constants[column.column_id]).cast(spark_type(column))
+                       .alias(column.column_name))
+        elif old is None:
             out.append(_default(column).alias(column.column_name))
         else:
             out.append(reshape(F.col(f"`{old.column_name}`"), old, column)

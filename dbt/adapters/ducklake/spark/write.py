@@ -27,7 +27,9 @@ from ..lake.delete_files import ROW_ID_COLUMN, ROW_ID_FIELD_ID
 from ..lake.errors import SchemaMismatchError
 from ..lake.models import ColumnInfo
 from ..lake.parquet_footer import set_field_ids
+from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import LakeType, is_promotion
+from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
 
 SESSION_CONF = {
@@ -198,6 +200,8 @@ class StagedWrite:
     files: list[tuple[str, pq.FileMetaData, int, int]] = field(default_factory=list)
     nan_columns: dict[int, bool] = field(default_factory=dict)
     field_ids_complete: bool = True
+    partition_keys: tuple[PartitionKey, ...] = ()
+    partition_values: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
 
     @property
     def row_count(self) -> int:
@@ -216,8 +220,13 @@ class StagedWrite:
         leaves = parquet_leaves(columns)
         mapping = None if self.field_ids_complete else name_mapping(columns, row_ids)
         out, paths = [], []
+        keys = self.partition_keys
+        layout = tuple((k.column.column_id, k.transform_text) for k in keys) if keys else None
         for path, metadata, size, footer in self.files:
             name = f"ducklake-{uuid7()}.parquet"
+            values = self.partition_values.get(path, ())
+            if keys:  # hive-style layout, as DuckDB writes partitioned tables
+                name = hive_directory(keys, values) + name
             target = table_dir + name
             _hadoop_rename(self.spark, path, target)
             paths.append(target)
@@ -226,15 +235,26 @@ class StagedWrite:
                 footer_size=footer,
                 column_stats=lake_stats.file_column_stats(metadata, leaves, self.nan_columns),
                 mapping=mapping, embeds_row_ids=row_ids,
+                partition_values=[(k.index, v) for k, v in zip(keys, values)],
+                partition_layout=layout,
             ))
         self.discard()
         return out, paths
 
 
 def stage(spark: SparkSession, df: DataFrame, table_dir: str,
-          columns: Sequence[ColumnInfo], row_ids: bool = False) -> StagedWrite:
-    """Have Spark write ``df`` (already conformed) under a staging directory of the table."""
+          columns: Sequence[ColumnInfo], row_ids: bool = False,
+          partition_keys: Sequence[PartitionKey] = ()) -> StagedWrite:
+    """Have Spark write ``df`` (already conformed) under a staging directory of the table.
+
+    With ``partition_keys`` every file holds the rows of exactly one partition: rows are
+    shuffled by their key values (one file per partition and write, not one per task) and
+    each file is labelled with DuckDB's partition values from one of its rows.
+    """
     staging = f"{table_dir}_ducklake_staging_{uuid.uuid4().hex}"
+    keys = tuple(partition_keys)
+    if keys:
+        df = df.withColumn(PARTITION_COLUMN, layout_column(keys)).repartition(PARTITION_COLUMN)
     floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
     observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     required = [c for c in columns if not c.nulls_allowed]
@@ -250,6 +270,8 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         writer = observed.write.mode("overwrite")
         for key, value in WRITE_OPTIONS.items():
             writer = writer.option(key, value)
+        if keys:
+            writer = writer.partitionBy(PARTITION_COLUMN)
         writer.parquet(staging)
         values = observation.get
     except BaseException:
@@ -260,13 +282,14 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     if violations:
         _hadoop_delete(spark, staging)
         raise not_null_error(violations)
-    staged = StagedWrite(spark, staging)
+    staged = StagedWrite(spark, staging, partition_keys=keys)
     staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
                           for c in floats}
     patch = needs_field_id_patch(columns)
     ids = field_id_paths(columns, row_ids) if patch else {}
     try:
-        for path in _hadoop_list(spark, staging):
+        labels: dict[str, tuple[str | None, ...]] = {}
+        for path in _hadoop_list(spark, staging, recursive=bool(keys)):
             if not path.endswith(".parquet"):
                 continue
             if patch:
@@ -278,10 +301,22 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
             if metadata.num_rows == 0:
                 continue
             staged.files.append((path, metadata, size, footer))
+            if keys:
+                directory = path.rsplit("/", 1)[0]
+                if directory not in labels:
+                    labels[directory] = _partition_values(path, keys)
+                staged.partition_values[path] = labels[directory]
     except BaseException:
         staged.discard()
         raise
     return staged
+
+
+def _partition_values(path: str, keys: Sequence[PartitionKey]) -> tuple[str | None, ...]:
+    """DuckDB's partition values of a file whose rows all share one partition."""
+    names = list(dict.fromkeys(k.column.column_name for k in keys))
+    row = lake_files.first_row(path, names)
+    return tuple(partition_value(k, row[k.column.column_name]) for k in keys)
 
 
 # ---------------------------------------------------------------------------------- hadoop fs
@@ -295,11 +330,11 @@ def _fs(spark: SparkSession, jpath: Any) -> Any:
     return jpath.getFileSystem(conf)
 
 
-def _hadoop_list(spark: SparkSession, directory: str) -> list[str]:
+def _hadoop_list(spark: SparkSession, directory: str, recursive: bool = False) -> list[str]:
     jpath = _jvm_path(spark, directory)
     fs = _fs(spark, jpath)
     out = []
-    iterator = fs.listFiles(jpath, False)
+    iterator = fs.listFiles(jpath, recursive)
     while iterator.hasNext():
         status = iterator.next()
         p = status.getPath()

@@ -27,7 +27,8 @@ from ..lake.errors import (
     SchemaMismatchError,
 )
 from ..lake.models import Snapshot
-from ..spark.lake import CommitInfo, LakeTable, SparkLake
+from ..spark.lake import CommitInfo, LakeTable, PartitionBy, SparkLake
+from ..spark.partitions import key_expression
 from ..spark.types import column_specs, lake_type, spark_type
 from .views import LakeName, ViewRegistry, parse_name, quote
 
@@ -115,6 +116,13 @@ class Engine:
 
     def _execute_one(self, sql: str) -> StatementResult:
         self.registry.refresh()
+        alter = partition_alter(sql)
+        if alter is not None:  # DuckDB's syntax, which Spark's parser rejects
+            if self.read_only:
+                raise InvalidArgumentError(
+                    f"this connection is pinned to snapshot {self.registry.pinned_version} "
+                    "(snapshot_version in the profile) and cannot write; remove the pin")
+            return self.alter_partitioning(self._name(alter[0]), alter[1])
         plan, sql = self._parse(sql)
         kind = plan.getClass().getSimpleName()
         handler = getattr(self, f"_on_{kind}", None)
@@ -190,7 +198,7 @@ class Engine:
                 return StatementResult("CREATE TABLE", message="exists")
             raise AlreadyExistsError(f"{name.schema}.{name.name} already exists in the lake")
         df = self.dataframe(sql, lambda p: p.query())
-        return self._create(name, df)
+        return self._create(name, df, partition_by=_partitioning(plan))
 
     def _on_CreateTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         """CREATE TABLE t (columns): an empty lake table (NOT NULL columns kept)."""
@@ -205,18 +213,26 @@ class Engine:
 
         schema = StructType.fromJson(json.loads(plan.tableSchema().json()))
         self.lake.create_table((name.schema, name.name), schema,
-                               info=self.commit_info("CREATE TABLE"))
+                               info=self.commit_info("CREATE TABLE"),
+                               partition_by=_partitioning(plan))
         self.registry.invalidate()
         return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
 
     def _on_ReplaceTableAsSelect(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.name()))
-        return self.replace_table(name, self.dataframe(sql, lambda p: p.query()))
+        # A replaced table is defined afresh: without PARTITIONED BY it is unpartitioned.
+        return self.replace_table(name, self.dataframe(sql, lambda p: p.query()),
+                                  partition_by=_partitioning(plan) or [])
 
     def replace_table(self, name: LakeName, df: DataFrame,
-                      not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
+                      not_null: list[str] | tuple[str, ...] = (),
+                      partition_by: PartitionBy | None = None) -> StatementResult:
         """CREATE OR REPLACE TABLE: keep the table's identity; NOT NULL columns are checked
-        against the new data before the one snapshot is committed."""
+        against the new data before the one snapshot is committed.
+
+        ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) is the spec the
+        new files are laid out by, set in the same snapshot; ``None`` keeps the table's spec
+        (none for a new table) and ``[]`` makes the table unpartitioned."""
         existing = self._exists(name)
         if existing == "view":
             tx = Transaction(self.lake.lake)
@@ -224,10 +240,10 @@ class Engine:
             self._commit(tx, "DROP VIEW")
             existing = None
         if existing is None:
-            return self._create(name, df, not_null)
+            return self._create(name, df, not_null, partition_by=partition_by)
         table = self._table(name)
         snapshot, recreated = table.replace(df, info=self.commit_info("CREATE OR REPLACE TABLE"),
-                                            not_null=not_null)
+                                            not_null=not_null, partition_by=partition_by)
         self.registry.invalidate()
         if recreated:
             recreated = (f"{name.schema}.{name.name} was recreated (new table id, history "
@@ -237,11 +253,35 @@ class Engine:
                                message=recreated or "replaced")
 
     def _create(self, name: LakeName, df: DataFrame,
-                not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
+                not_null: list[str] | tuple[str, ...] = (),
+                partition_by: PartitionBy | None = None) -> StatementResult:
+        """A new table from ``df`` in one snapshot, partitioned by ``partition_by`` if given."""
         self.lake.create_table((name.schema, name.name), df,
-                               info=self.commit_info("CREATE TABLE"), not_null=not_null)
+                               info=self.commit_info("CREATE TABLE"), not_null=not_null,
+                               partition_by=partition_by or None)
         self.registry.invalidate()
         return StatementResult("CREATE TABLE", snapshot=self.lake.current_snapshot())
+
+    def partitioning(self, name: LakeName) -> list[str]:
+        """A table's partition spec as keys (``['region', 'year(ts)', 'bucket(4, id)']``),
+        ``[]`` when unpartitioned. The same strings are accepted back as ``partition_by``."""
+        return self._table(name).partitioning()
+
+    def alter_partitioning(self, name: LakeName,
+                           partition_by: PartitionBy | None) -> StatementResult:
+        """``ALTER TABLE t SET PARTITIONED BY (...)`` (a spec) or ``RESET PARTITIONED BY``
+        (``None``); only files written afterwards follow the new spec."""
+        if self._exists(name) != "table":
+            raise NotFoundError(f"{name.schema}.{name.name} is not a table in the lake")
+        table = self._table(name)
+        info = self.commit_info("ALTER TABLE")
+        if partition_by is None:
+            snapshot = table.reset_partitioning(info)
+        else:
+            snapshot = table.set_partitioning(partition_by, info)
+        self.registry.invalidate()
+        return StatementResult("ALTER TABLE", snapshot=snapshot,
+                               message="OK" if snapshot else "unchanged")
 
     def _on_InsertIntoStatement(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.table()))
@@ -319,7 +359,8 @@ class Engine:
         info = self.commit_info("INSERT OVERWRITE")
         mode = (self.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static")
                 or "static").lower()
-        keys = partition_keys(table) if mode == "dynamic" else []
+        keys = ([key_expression(k) for k in table.partition_keys()]
+                if mode == "dynamic" else [])
         if keys:
             return table.replace_using(df, keys, info)
         snapshot, _ = table.replace(df, info=info, evolve=False)
@@ -568,32 +609,59 @@ _COMMANDS = {"SetCommand", "ResetCommand", "CacheTable", "UncacheTable", "ShowTa
              "ShowNamespaces", "DescribeRelation", "CreateTempViewUsing", "CreateViewCommand"}
 
 
-_DATE_TRANSFORMS = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}
+def _partitioning(plan: Any) -> list[str] | None:
+    """A CREATE plan's ``PARTITIONED BY`` keys in Spark's spelling (``years(ts)``,
+    ``bucket(4, id)``, ``identity(region)``), or ``None`` when there are none."""
+    parts = plan.partitioning()
+    keys = [parts.apply(i).toString() for i in range(parts.size())]
+    return keys or None
 
 
-def partition_keys(table: LakeTable) -> list[Any]:
-    """The table's partition key expressions (DuckLake transforms) as Spark Columns; empty
-    for an unpartitioned table."""
-    lake = table._lake.lake  # noqa: SLF001 - the table's own lake
-    info = table.info()
-    with lake.read() as conn:
-        spec = lake.partition_spec(info.table_id, lake.latest_snapshot().snapshot_id, conn)
-    if spec is None:
-        return []
-    by_id = {c.column_id: c.column_name for c in table.columns()}
-    keys = []
-    for key in spec.columns:
-        column = F.col(quote(by_id[key.column_id]))
-        transform = key.transform.lower()
-        if transform == "identity":
-            keys.append(column)
-        elif transform in _DATE_TRANSFORMS:
-            keys.append(_DATE_TRANSFORMS[transform](column))
-        else:
-            raise UnsupportedStatementError(
-                f"INSERT OVERWRITE by partition is not supported for the {key.transform} "
-                f"transform of {table.name}; accepted: identity, year, month, day, hour")
-    return keys
+def partition_alter(sql: str) -> tuple[list[str], str | None] | None:
+    """``(name parts, spec text | None)`` for DuckDB's ``ALTER TABLE t SET PARTITIONED BY
+    (...)`` / ``ALTER TABLE t RESET PARTITIONED BY``; ``None`` for any other statement.
+
+    Spark's parser rejects these statements, so they are recognised from sqlglot's tokens
+    (quotes, comments and case handled by the tokenizer), never with a regular expression.
+    """
+    head = sql.lstrip()[:5].upper()
+    if head != "ALTER" or "PARTITIONED" not in sql.upper():
+        return None
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = Spark().tokenize(sql)
+    except Exception:  # noqa: BLE001 - let Spark's parser report the error
+        return None
+    while tokens and tokens[-1].token_type == TokenType.SEMICOLON:
+        tokens.pop()
+    if len(tokens) < 5 or tokens[0].token_type != TokenType.ALTER or \
+            tokens[1].token_type != TokenType.TABLE:
+        return None
+    i, parts = 2, []
+    while i < len(tokens):
+        token = tokens[i]
+        if token.token_type in (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING) and \
+                token.text.upper() not in ("SET", "RESET"):
+            parts.append(token.text)
+            i += 1
+            if i < len(tokens) and tokens[i].token_type == TokenType.DOT:
+                i += 1
+                continue
+        break
+    rest = tokens[i:]
+    if not parts or len(rest) < 2 or rest[1].token_type != TokenType.PARTITION_BY:
+        return None
+    verb = rest[0].text.upper()
+    if verb == "RESET" and len(rest) == 2:
+        return parts, None
+    if verb == "SET" and len(rest) >= 4 and rest[2].token_type == TokenType.L_PAREN and \
+            rest[-1].token_type == TokenType.R_PAREN:
+        return parts, sql[rest[2].end + 1:rest[-1].start]
+    raise InvalidArgumentError(
+        "expected ALTER TABLE <table> SET PARTITIONED BY (<keys>) or ALTER TABLE <table> "
+        f"RESET PARTITIONED BY; got: {sql.strip()}")
 
 
 # Type names of PostgreSQL and DuckDB that Spark's parser does not know, with Spark's own.
