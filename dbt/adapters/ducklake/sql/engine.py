@@ -105,11 +105,16 @@ class Engine:
         if handler is None:
             df = self.registry.run_with_views(self.spark.sql, sql)
             return StatementResult("SELECT" if kind not in _COMMANDS else kind, df=df)
+        self.check_writable()
+        return handler(plan, sql)
+
+    def check_writable(self) -> None:
+        """A connection pinned to a snapshot reads the past: it must not write."""
         if self.read_only:
             raise InvalidArgumentError(
                 f"this connection is pinned to snapshot {self.registry.pinned_version} "
-                "(snapshot_version in the profile) and cannot write; remove the pin to write")
-        return handler(plan, sql)
+                "(snapshot_version or snapshot_time in the profile) and cannot write; remove "
+                "the pin to write")
 
     def dataframe(self, sql: str, part: Callable[[Any], Any]) -> DataFrame:
         """The query inside a statement as a DataFrame, registering the lake relations it reads.
@@ -129,7 +134,11 @@ class Engine:
 
     def _name(self, parts: list[str]) -> LakeName:
         name = parse_name(parts)
-        if name is None or name.version is not None:
+        if name is not None and not name.plain:
+            raise InvalidArgumentError(
+                f"{name.view_name} is a past snapshot or a change feed of a lake table: it "
+                "can be read, not written")
+        if name is None:
             raise InvalidArgumentError(
                 f"{'.'.join(parts)} is not a lake relation name; write `schema.table` "
                 "(one quoted identifier, as dbt renders it) or schema.table")
@@ -187,6 +196,7 @@ class Engine:
                       not_null: list[str] | tuple[str, ...] = ()) -> StatementResult:
         """CREATE OR REPLACE TABLE: keep the table's identity; NOT NULL columns are checked
         against the new data before the one snapshot is committed."""
+        self.check_writable()
         existing = self._exists(name)
         if existing == "view":
             tx = Transaction(self.lake.lake)
