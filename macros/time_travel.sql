@@ -29,15 +29,20 @@
     latest snapshot at or before it. An expired or unknown snapshot fails the statement with
     the range of snapshots the lake holds. -#}
 {% macro ducklake_at(relation, version=none, timestamp=none) -%}
-  {%- if (version is none) == (timestamp is none) -%}
-    {% do exceptions.raise_compiler_error("ducklake_at: pass exactly one of version= or timestamp=") %}
+  {#- at parse time var() gives none for vars passed only to later runs: fail at execution -#}
+  {%- if version is none and timestamp is none and execute -%}
+    {% do exceptions.raise_compiler_error("ducklake_at: pass version= (a snapshot id) or timestamp=") %}
+  {%- elif version is not none and timestamp is not none -%}
+    {% do exceptions.raise_compiler_error("ducklake_at: pass version= or timestamp=, not both (got " ~ version ~ " and " ~ timestamp ~ ")") %}
   {%- endif -%}
   {%- set name = ducklake__lake_name(relation) -%}
   {%- if version is not none -%}
-    {%- if version is not number and not (version | string).isdigit() -%}
+    {%- if version is not number and not (version | string).isdigit() and execute -%}
       {% do exceptions.raise_compiler_error("ducklake_at: version must be a snapshot id, got " ~ version) %}
     {%- endif -%}
     {{- ducklake__quoted(name ~ '@v' ~ (version | int)) -}}
+  {%- elif timestamp is none -%}
+    {{- ducklake__quoted(name) -}}
   {%- else -%}
     {{- ducklake__quoted(name ~ '@ts:' ~ ducklake__bound(timestamp)) -}}
   {%- endif -%}

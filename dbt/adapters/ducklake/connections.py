@@ -157,6 +157,8 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
                 f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
                 "that Java 17 is installed (java -version) and JAVA_HOME points to it."
             ) from exc
+        if pinned is not None:
+            spark = _own_session(spark)
         spark_lake = SparkLake(spark, lake)
         registry = ViewRegistry(spark, spark_lake, pinned)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
@@ -164,6 +166,19 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         runtime = Runtime(spark, spark_lake, registry, engine, credentials)
         _runtimes[key] = runtime
         return runtime
+
+
+def _own_session(spark: Any) -> Any:
+    """A session with its own temp views: a pinned runtime registers `schema.table` at its
+    snapshot, which must not shadow (or be shadowed by) another runtime's views of the same
+    name in this process. Runtime SQL settings are copied over."""
+    session = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - static settings are shared anyway
+            continue
+    return session
 
 
 def pinned_snapshot(lake: Any, credentials: DuckLakeCredentials) -> int | None:
