@@ -39,3 +39,9 @@ def test_unknown_key_lists_the_accepted_ones() -> None:
 def test_invalid_values(key, value, message) -> None:  # noqa: ANN001
     with pytest.raises(DbtRuntimeError, match=message):
         make(**{key: value})
+
+
+def test_one_snapshot_pin_at_a_time() -> None:
+    assert make(snapshot_time="2026-01-01 00:00:00+00").snapshot_time == "2026-01-01 00:00:00+00"
+    with pytest.raises(DbtRuntimeError, match="give one"):
+        make(snapshot_version=3, snapshot_time="2026-01-01 00:00:00+00")

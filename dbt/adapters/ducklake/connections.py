@@ -132,7 +132,8 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
 
 def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
     key = (credentials.catalog, credentials.data_path, credentials.metadata_schema,
-           credentials.master, credentials.snapshot_version, _project_dir())
+           credentials.master, credentials.snapshot_version, credentials.snapshot_time,
+           _project_dir())
     with _runtimes_lock:
         runtime = _runtimes.get(key)
         if runtime is not None:
@@ -146,6 +147,11 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
                          data_inlining_row_limit=credentials.data_inlining_row_limit,
                          base_dir=base_dir)
         try:
+            pinned = pinned_snapshot(lake, credentials)
+        except DbtRuntimeError:
+            lake.close()
+            raise
+        try:
             spark = spark_session(credentials)
         except DbtRuntimeError:
             lake.close()
@@ -156,13 +162,42 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
                 f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
                 "that Java 17 is installed (java -version) and JAVA_HOME points to it."
             ) from exc
+        if pinned is not None:
+            spark = _own_session(spark)
         spark_lake = SparkLake(spark, lake)
-        registry = ViewRegistry(spark, spark_lake, credentials.snapshot_version)
+        registry = ViewRegistry(spark, spark_lake, pinned)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
-                        read_only=credentials.snapshot_version is not None)
+                        read_only=pinned is not None)
         runtime = Runtime(spark, spark_lake, registry, engine, credentials)
         _runtimes[key] = runtime
         return runtime
+
+
+def _own_session(spark: Any) -> Any:
+    """A session with its own temp views: a pinned runtime registers `schema.table` at its
+    snapshot, which must not shadow (or be shadowed by) another runtime's views of the same
+    name in this process. Runtime SQL settings are copied over."""
+    session = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - static settings are shared anyway
+            continue
+    return session
+
+
+def pinned_snapshot(lake: Any, credentials: DuckLakeCredentials) -> int | None:
+    """The snapshot the profile pins every read to (``snapshot_version`` exactly, or the latest
+    at or before ``snapshot_time``), checked to exist; ``None`` without a pin."""
+    if credentials.snapshot_version is None and credentials.snapshot_time is None:
+        return None
+    try:
+        if credentials.snapshot_time is not None:
+            return lake.snapshot(timestamp=credentials.snapshot_time).snapshot_id
+        return lake.snapshot(version=credentials.snapshot_version).snapshot_id
+    except DuckLakeError as exc:
+        raise DbtRuntimeError(f"the profile pins a snapshot the lake cannot give: {exc}") \
+            from exc
 
 
 def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202

@@ -26,6 +26,7 @@ class DuckLakeCredentials(Credentials):
     metadata_schema: str | None = None
     data_inlining_row_limit: int | None = None
     snapshot_version: int | None = None
+    snapshot_time: str | None = None
     author: str | None = None
     max_retry_count: int = 10
     app_name: str = "dbt-ducklake"
@@ -42,7 +43,7 @@ class DuckLakeCredentials(Credentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("catalog", "data_path", "schema", "master", "metadata_schema",
-                "data_inlining_row_limit", "snapshot_version")
+                "data_inlining_row_limit", "snapshot_version", "snapshot_time")
 
     @classmethod
     def __pre_deserialize__(cls, data: dict[Any, Any]) -> dict[Any, Any]:
@@ -64,6 +65,11 @@ class DuckLakeCredentials(Credentials):
         if version is not None and (not isinstance(version, int) or version < 0):
             raise DbtRuntimeError(
                 f"snapshot_version must be a snapshot id (a non-negative integer), got {version!r}")
+        if data.get("snapshot_time") is not None:
+            if version is not None:
+                raise DbtRuntimeError(
+                    "snapshot_version and snapshot_time both pin the run to a snapshot; give one")
+            data["snapshot_time"] = str(data["snapshot_time"])
         if not isinstance(data.get("spark_conf", {}), dict):
             raise DbtRuntimeError("spark_conf must be a mapping of Spark configuration keys")
         return data

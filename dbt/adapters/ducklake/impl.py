@@ -140,7 +140,7 @@ class DuckLakeAdapter(SQLAdapter):
             lake = runtime.lake.lake
             try:
                 with lake.read() as conn:
-                    at = runtime.credentials.snapshot_version
+                    at = runtime.registry.pinned_version
                     table = lake.table(relation.schema, relation.identifier, at, conn)
                     columns = lake.columns(table.table_id, at, conn)
                 return [DuckLakeColumn(c.column_name, _type_name(c)) for c in columns]
@@ -160,6 +160,7 @@ class DuckLakeAdapter(SQLAdapter):
         from pyspark.sql import functions as F
 
         runtime = self.runtime()
+        _check_writable(runtime)
         names = list(agate_table.column_names)
         types = {}
         for i, name in enumerate(names):
@@ -225,6 +226,7 @@ class DuckLakeAdapter(SQLAdapter):
         from .lake.commit import TableRef, Transaction
 
         runtime = self.runtime()
+        _check_writable(runtime)
         lake = runtime.lake.lake
         tx = Transaction(lake)
         ref = None
@@ -397,6 +399,7 @@ class DuckLakeAdapter(SQLAdapter):
                 # pandas-on-Spark frames convert themselves; pandas frames go through Arrow
                 df = df.to_spark() if hasattr(df, "to_spark") else \
                     runtime.spark.createDataFrame(df)
+            _check_writable(runtime)
             name = (relation.schema, relation.identifier)
             info = runtime.engine.commit_info("PYTHON MODEL")
             if not runtime.lake.lake.schemas() or relation.schema not in [
@@ -432,6 +435,13 @@ class DuckLakeAdapter(SQLAdapter):
     def python_submission_helpers(self) -> dict[str, Any]:
         return {}
 
+
+
+def _check_writable(runtime: Runtime) -> None:
+    try:
+        runtime.engine.check_writable()
+    except DuckLakeError as exc:
+        raise DbtRuntimeError(str(exc)) from exc
 
 
 def _seed_text(value: Any) -> str | None:

@@ -359,10 +359,9 @@ class Lake:
                 text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": version}
             ).first()
             if row is None:
-                latest = self.latest_snapshot(conn).snapshot_id
                 raise SnapshotNotFoundError(
                     f"no snapshot with version {version} in the lake (it was never created or "
-                    f"has been expired); the latest snapshot is {latest}"
+                    f"has been expired); {self._available(conn)}"
                 )
             return self._snapshot(row)
         if timestamp is not None:
@@ -377,11 +376,45 @@ class Lake:
                     best = (t, sid)
             if best is None:
                 raise SnapshotNotFoundError(
-                    f"no snapshot at or before {when.isoformat()}; the lake's history starts "
-                    "later (or those snapshots have been expired)"
+                    f"no snapshot at or before {when.isoformat()} (the lake's history starts "
+                    f"later, or those snapshots have been expired); {self._available(conn)}"
                 )
             return self.snapshot(version=best[1], conn=conn)
         return self.latest_snapshot(conn)
+
+    def snapshot_at_or_after(self, timestamp: datetime | str,
+                             conn: Connection | None = None) -> Snapshot:
+        """The earliest snapshot at or after ``timestamp``: the start bound of a change feed
+        given as a time (DuckDB's lower bound), so that it covers the commits after it."""
+        if conn is None:
+            with self.read() as c:
+                return self.snapshot_at_or_after(timestamp, c)
+        when = as_timestamp(timestamp)
+        rows = conn.execute(
+            text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
+        ).all()
+        best = None
+        for sid, stime in rows:
+            t = parse_time(stime)
+            if t >= when and (best is None or (t, sid) < best):
+                best = (t, sid)
+        if best is None:
+            raise SnapshotNotFoundError(
+                f"no snapshot at or after {when.isoformat()}; {self._available(conn)}")
+        return self.snapshot(version=best[1], conn=conn)
+
+    def _available(self, conn: Connection) -> str:
+        """The snapshot range a caller can pick from, for error messages."""
+        rows = conn.execute(
+            text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')} "
+                 "WHERE snapshot_id IN (SELECT MIN(snapshot_id) FROM "
+                 f"{self.t('ducklake_snapshot')} UNION SELECT MAX(snapshot_id) FROM "
+                 f"{self.t('ducklake_snapshot')}) ORDER BY snapshot_id")).all()
+        if not rows:
+            return "the lake holds no snapshots"
+        (first, t0), (last, t1) = rows[0], rows[-1]
+        return (f"available snapshots are {first} ({parse_time(t0).isoformat()}) to {last} "
+                f"({parse_time(t1).isoformat()})")
 
     def _at(self, at: int | None, conn: Connection) -> int:
         return self.latest_snapshot(conn).snapshot_id if at is None else at

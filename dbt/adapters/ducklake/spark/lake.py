@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from ..lake import data_files, delete_files, tables
 from ..lake.catalog import Lake
+from ..lake.changes import Bound
 from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
@@ -42,6 +43,7 @@ from ..lake.partitions import (
     set_partitioning,
 )
 from ..lake.types import LakeType, is_promotion
+from . import changes as spark_changes
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
 from .types import column_specs, spark_type, table_schema
@@ -340,6 +342,27 @@ class LakeTable:
              metadata: bool = False) -> DataFrame:
         """The table at a snapshot (latest, a version, or the latest at a timestamp)."""
         return scan(self._lake.spark, self.state(version, timestamp), metadata=metadata)
+
+    # ------------------------------------------------------------------ change feed
+    def changes(self, start: Bound, end: Bound | None = None) -> DataFrame:
+        """DuckDB's ``table_changes``: every insert, delete and update between two snapshots
+        (inclusive; ids or timestamps, ``end`` defaults to the latest) as ``snapshot_id``,
+        ``rowid``, ``change_type``, then the table's columns as of ``end``."""
+        return spark_changes.changes(self._lake.spark, self._sources(start, end))
+
+    def insertions(self, start: Bound, end: Bound | None = None) -> DataFrame:
+        """DuckDB's ``table_insertions``: ``snapshot_id``, ``rowid``, then the columns."""
+        return spark_changes.insertions(self._lake.spark, self._sources(start, end))
+
+    def deletions(self, start: Bound, end: Bound | None = None) -> DataFrame:
+        """DuckDB's ``table_deletions``: ``snapshot_id``, ``rowid``, then the columns."""
+        return spark_changes.deletions(self._lake.spark, self._sources(start, end))
+
+    def _sources(self, start: Bound, end: Bound | None) -> spark_changes.ChangeSources:
+        if end is None:
+            end = self._lake.lake.latest_snapshot().snapshot_id
+        return spark_changes.load_sources(self._lake.lake, self.schema_name, self.table_name,
+                                          start, end)
 
     def _tx(self, state: TableState) -> Transaction:
         base = self._lake.lake.snapshot(version=state.snapshot_id)

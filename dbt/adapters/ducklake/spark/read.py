@@ -40,6 +40,9 @@ ROW_ID = "_ducklake_row_id"
 SNAPSHOT_ID = "_ducklake_snapshot_id"
 END_SNAPSHOT_ID = "_ducklake_end_snapshot_id"
 META_COLUMNS = (FILE_ID, POSITION, ROW_ID, SNAPSHOT_ID)
+# the file's own ``_ducklake_internal_snapshot_id`` (NULL when the file has none); only the
+# change feed asks for it, because DuckDB reports it for rows deleted through delete files
+EMBEDDED_SNAPSHOT_ID = "_ducklake_embedded_snapshot_id"
 
 
 @dataclass
@@ -199,12 +202,14 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 
 # ---------------------------------------------------------------------------------- scanning
 def scan(
-    spark: SparkSession, state: TableState, metadata: bool = False
+    spark: SparkSession, state: TableState, metadata: bool = False,
+    embedded_snapshot: bool = False,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
     With ``metadata``, four hidden columns are added: the data file id and row position of
     Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
+    ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well.
     """
     s = state.snapshot_id
     parts: list[DataFrame] = []
@@ -233,7 +238,8 @@ def scan(
     parts.extend(_inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c), True)
-                             for c in state.columns] + _meta_fields())
+                             for c in state.columns] + _meta_fields()
+                            + [StructField(EMBEDDED_SNAPSHOT_ID, LongType(), True)])
         result = local_frame(spark, [], schema)
     else:
         result = parts[0]
@@ -241,6 +247,8 @@ def scan(
             result = result.unionByName(part)
     if not metadata:
         result = result.drop(*META_COLUMNS)
+    if not embedded_snapshot:
+        result = result.drop(EMBEDDED_SNAPSHOT_ID)
     _ = s
     return result
 
@@ -343,6 +351,7 @@ def _scan_group(
         F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col(POSITION))
         .alias(ROW_ID),
         F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
+        embedded_snapshot.alias(EMBEDDED_SNAPSHOT_ID),
     )
 
 
@@ -445,7 +454,8 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
                            .alias(column.column_name))
         frames.append(df.select(
             *out, F.lit(None).cast("long").alias(FILE_ID), F.lit(None).cast("long")
-            .alias(POSITION), F.col(ROW_ID), F.col(SNAPSHOT_ID)))
+            .alias(POSITION), F.col(ROW_ID), F.col(SNAPSHOT_ID),
+            F.lit(None).cast("long").alias(EMBEDDED_SNAPSHOT_ID)))
     return frames
 
 

@@ -118,10 +118,7 @@ class Engine:
         self.registry.refresh()
         alter = partition_alter(sql)
         if alter is not None:  # DuckDB's syntax, which Spark's parser rejects
-            if self.read_only:
-                raise InvalidArgumentError(
-                    f"this connection is pinned to snapshot {self.registry.pinned_version} "
-                    "(snapshot_version in the profile) and cannot write; remove the pin")
+            self.check_writable()
             return self.alter_partitioning(self._name(alter[0]), alter[1])
         plan, sql = self._parse(sql)
         kind = plan.getClass().getSimpleName()
@@ -129,11 +126,16 @@ class Engine:
         if handler is None:
             df = self.registry.run_with_views(self.spark.sql, sql)
             return StatementResult("SELECT" if kind not in _COMMANDS else kind, df=df)
+        self.check_writable()
+        return handler(plan, sql)
+
+    def check_writable(self) -> None:
+        """A connection pinned to a snapshot reads the past: it must not write."""
         if self.read_only:
             raise InvalidArgumentError(
                 f"this connection is pinned to snapshot {self.registry.pinned_version} "
-                "(snapshot_version in the profile) and cannot write; remove the pin to write")
-        return handler(plan, sql)
+                "(snapshot_version or snapshot_time in the profile) and cannot write; remove "
+                "the pin to write")
 
     def _parse(self, sql: str) -> tuple[Any, str]:
         """Parse with Spark's parser. A type name Spark lacks but PostgreSQL and DuckDB users
@@ -167,7 +169,11 @@ class Engine:
 
     def _name(self, parts: list[str]) -> LakeName:
         name = parse_name(parts)
-        if name is None or name.version is not None:
+        if name is not None and not name.plain:
+            raise InvalidArgumentError(
+                f"{name.view_name} is a past snapshot or a change feed of a lake table: it "
+                "can be read, not written")
+        if name is None:
             raise InvalidArgumentError(
                 f"{'.'.join(parts)} is not a lake relation name; write `schema.table` "
                 "(one quoted identifier, as dbt renders it) or schema.table")
@@ -233,6 +239,7 @@ class Engine:
         ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) is the spec the
         new files are laid out by, set in the same snapshot; ``None`` keeps the table's spec
         (none for a new table) and ``[]`` makes the table unpartitioned."""
+        self.check_writable()
         existing = self._exists(name)
         if existing == "view":
             tx = Transaction(self.lake.lake)

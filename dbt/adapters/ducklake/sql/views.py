@@ -1,7 +1,8 @@
 """Lake tables and views as Spark temp views, registered on demand and refreshed when stale.
 
-A relation renders as one quoted identifier, `` `schema.table` `` (a pinned snapshot as
-`` `schema.table@v42` ``). When Spark reports such a name as missing, the registry creates the
+A relation renders as one quoted identifier, `` `schema.table` `` (time travel and the change
+feed add a suffix: `` `schema.table@v42` ``, `` `schema.table@changes:3..7` ``, see
+:class:`LakeName`). When Spark reports such a name as missing, the registry creates the
 temp view from the lake at the current (or pinned) snapshot and the statement is retried.
 Registered views are dropped again as soon as the lake moves to a new snapshot.
 """
@@ -14,45 +15,89 @@ import threading
 from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from ..lake.errors import NotFoundError
+from ..spark.changes import changes as feed_changes
+from ..spark.changes import deletions as feed_deletions
+from ..spark.changes import insertions as feed_insertions
+from ..spark.changes import load_sources
 from ..spark.lake import SparkLake
-from ..spark.read import load_state, scan
+from ..spark.read import load_state, local_frame, scan
 
 # PySpark logs every analysis error it raises; a missing lake relation is expected here and is
 # registered and retried, so that log line would only mislead.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
-_PINNED = re.compile(r"^(?P<base>.+)@v(?P<version>\d+)$")
+_SUFFIX = re.compile(
+    r"^(?P<base>.+?)@(?:v(?P<version>\d+)|ts:(?P<timestamp>.+)"
+    r"|(?P<feed>changes|insertions|deletions):(?P<start>.*?)\.\.(?P<end>.*))$")
 MAX_REGISTRATIONS_PER_STATEMENT = 200
+FEEDS = ("changes", "insertions", "deletions")
+# lake-wide views that belong to no schema
+SNAPSHOTS = "@snapshots"
+CURRENT_SNAPSHOT = "@current_snapshot"
 
 
 @dataclass(frozen=True)
 class LakeName:
+    """A lake relation as a view name: `` `schema.table` `` plus an optional suffix.
+
+    ``@v42`` pins snapshot 42; ``@ts:<time>`` the latest snapshot at or before a time;
+    ``@changes:<start>..<end>`` (also ``insertions``, ``deletions``) is the change feed
+    between two bounds, each a snapshot id or a time (an empty end: the current snapshot).
+    """
+
     schema: str
     name: str
     version: int | None = None
+    timestamp: str | None = None
+    feed: str | None = None
+    start: str | None = None
+    end: str | None = None
 
     @property
     def view_name(self) -> str:
+        if not self.schema:
+            return self.name
         base = f"{self.schema}.{self.name}"
-        return base if self.version is None else f"{base}@v{self.version}"
+        if self.version is not None:
+            return f"{base}@v{self.version}"
+        if self.timestamp is not None:
+            return f"{base}@ts:{self.timestamp}"
+        if self.feed is not None:
+            return f"{base}@{self.feed}:{self.start or ''}..{self.end or ''}"
+        return base
+
+    @property
+    def plain(self) -> bool:
+        """Names the relation itself (current or pinned snapshot): writable."""
+        return self.version is None and self.timestamp is None and self.feed is None
 
 
 def parse_name(parts: list[str], default_schema: str | None = None) -> LakeName | None:
-    """A lake name from Spark's name parts: [`s.t`], [`s.t@v3`] or [s, t]."""
+    """A lake name from Spark's name parts: [`s.t`], [`s.t@v3`], [`@snapshots`] or [s, t]."""
     if len(parts) == 1:
         text = parts[0]
-        version = None
-        match = _PINNED.match(text)
+        if text in (SNAPSHOTS, CURRENT_SNAPSHOT):
+            return LakeName("", text)
+        suffix: dict[str, str | int | None] = {}
+        match = _SUFFIX.match(text)
         if match:
-            text, version = match.group("base"), int(match.group("version"))
+            text = match.group("base")
+            if match.group("version") is not None:
+                suffix["version"] = int(match.group("version"))
+            elif match.group("timestamp") is not None:
+                suffix["timestamp"] = match.group("timestamp")
+            else:
+                suffix.update(feed=match.group("feed"), start=match.group("start") or None,
+                              end=match.group("end") or None)
         if "." in text:
             schema, name = text.split(".", 1)
-            return LakeName(schema, name, version)
+            return LakeName(schema, name, **suffix)  # type: ignore[arg-type]
         if default_schema is not None:
-            return LakeName(default_schema, text, version)
+            return LakeName(default_schema, text, **suffix)  # type: ignore[arg-type]
         return None
     if len(parts) == 2:
         return LakeName(parts[0], parts[1])
@@ -104,14 +149,18 @@ def quote(name: str) -> str:
 
 
 class ViewRegistry:
-    """Which lake relations are registered as temp views in a SparkSession, and as of when."""
+    """Which lake relations are registered as temp views in a SparkSession, and as of when.
+
+    ``pinned_version`` (the profile's ``snapshot_version`` or ``snapshot_time``) makes every
+    plain name, and the open end of a change feed, resolve at that snapshot.
+    """
 
     def __init__(self, spark: SparkSession, lake: SparkLake,
                  pinned_version: int | None = None) -> None:
         self.spark = spark
         self.lake = lake
         self.pinned_version = pinned_version
-        self._registered: dict[str, int | None] = {}
+        self._registered: dict[str, bool] = {}  # view name -> follows the latest snapshot
         self._snapshot: int | None = None
         self._lock = threading.RLock()
 
@@ -123,16 +172,15 @@ class ViewRegistry:
         with self._lock:
             if latest == self._snapshot:
                 return
-            for name, version in list(self._registered.items()):
-                if version is None:
+            for name, floating in list(self._registered.items()):
+                if floating:
                     self.spark.catalog.dropTempView(name)
                     del self._registered[name]
             self._snapshot = latest
 
     def invalidate(self, name: LakeName | None = None) -> None:
         with self._lock:
-            names = [name.view_name] if name else [n for n, v in self._registered.items()
-                                                   if v is None]
+            names = [name.view_name] if name else [n for n, f in self._registered.items() if f]
             for view in names:
                 if view in self._registered:
                     self.spark.catalog.dropTempView(view)
@@ -140,17 +188,66 @@ class ViewRegistry:
             self._snapshot = None
 
     def register(self, name: LakeName) -> bool:
-        """Register one lake table or view; ``False`` when the lake has no such relation."""
-        version = name.version if name.version is not None else self.pinned_version
+        """Register one lake relation; ``False`` when the lake has no such relation."""
+        if not name.schema:
+            return self._register_snapshots(name)
+        if name.feed is not None:
+            return self._register_feed(name)
         lake = self.lake.lake
+        if name.version is not None:
+            version = name.version
+        elif name.timestamp is not None:
+            version = lake.snapshot(timestamp=name.timestamp).snapshot_id
+        else:
+            version = self.pinned_version
         try:
             state = load_state(lake, name.schema, name.name, version)
         except NotFoundError:
             return self._register_view(name, version)
         df = scan(self.spark, state)
+        self._publish(name, df)
+        return True
+
+    def _publish(self, name: LakeName, df: DataFrame) -> None:
+        floating = self.pinned_version is None and (
+            name.plain or name.timestamp is not None or (name.feed is not None and not name.end))
         with self._lock:
             df.createOrReplaceTempView(quote(name.view_name))
-            self._registered[name.view_name] = name.version
+            self._registered[name.view_name] = floating
+
+    def _register_feed(self, name: LakeName) -> bool:
+        lake = self.lake.lake
+        start = name.start if name.start is not None else \
+            lake.snapshots()[0].snapshot_id
+        end = name.end if name.end is not None else (
+            self.pinned_version if self.pinned_version is not None
+            else lake.latest_snapshot().snapshot_id)
+        sources = load_sources(lake, name.schema, name.name, start, end)
+        build = {"changes": feed_changes, "insertions": feed_insertions,
+                 "deletions": feed_deletions}[name.feed]  # type: ignore[index]
+        self._publish(name, build(self.spark, sources))
+        return True
+
+    def _register_snapshots(self, name: LakeName) -> bool:
+        lake = self.lake.lake
+        if name.name == CURRENT_SNAPSHOT:
+            rows = [lake.snapshot(version=self.pinned_version)]
+        elif name.name == SNAPSHOTS:
+            rows = [s for s in lake.snapshots()
+                    if self.pinned_version is None or s.snapshot_id <= self.pinned_version]
+        else:
+            return False
+        schema = StructType([
+            StructField("snapshot_id", LongType()), StructField("snapshot_time", TimestampType()),
+            StructField("schema_version", LongType()), StructField("changes_made", StringType()),
+            StructField("author", StringType()), StructField("commit_message", StringType()),
+            StructField("commit_extra_info", StringType())])
+        df = local_frame(self.spark, [
+            (s.snapshot_id, s.snapshot_time, s.schema_version, s.changes_made, s.author,
+             s.commit_message, s.commit_extra_info) for s in rows], schema)
+        with self._lock:
+            df.createOrReplaceTempView(quote(name.view_name))
+            self._registered[name.view_name] = self.pinned_version is None
         return True
 
     def _register_view(self, name: LakeName, version: int | None) -> bool:
@@ -165,7 +262,7 @@ class ViewRegistry:
         sql = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS {view.sql}"
         self.run_with_views(self.spark.sql, sql)
         with self._lock:
-            self._registered[name.view_name] = name.version
+            self._registered[name.view_name] = name.plain and self.pinned_version is None
         return True
 
     def run_with_views(self, action, sql: str | None = None):  # noqa: ANN001, ANN201

@@ -1,0 +1,119 @@
+"""Time travel through view names, checked against DuckDB's ``AT (...)``; snapshot views; the
+change feed by name; a connection pinned to a snapshot."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from oracle import duck_rows, spark_rows
+
+from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, SnapshotNotFoundError
+from dbt.adapters.ducklake.sql import Engine
+from dbt.adapters.ducklake.sql.views import ViewRegistry, parse_name
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def no_stale_views(spark):  # noqa: ANN001, ANN201
+    """Temp views live in the shared SparkSession; drop those an earlier test's lake left."""
+    for table in spark.catalog.listTables():
+        if table.isTemporary:
+            spark.catalog.dropTempView(table.name)
+
+
+@pytest.fixture
+def engine(spark, lake):  # noqa: ANN001, ANN201
+    return Engine(spark, lake, ViewRegistry(spark, lake))
+
+
+def history(duck) -> dict[int, dt.datetime]:  # noqa: ANN001
+    """A table with one change per snapshot; snapshot id -> snapshot time."""
+    for sql in ("CREATE TABLE lake.t(i INTEGER, s VARCHAR)",
+                "INSERT INTO lake.t SELECT range, 'a' FROM range(20)",
+                "UPDATE lake.t SET s = 'b' WHERE i < 5",
+                "ALTER TABLE lake.t ADD COLUMN k INTEGER DEFAULT 3",
+                "DELETE FROM lake.t WHERE i >= 15",
+                "INSERT INTO lake.t VALUES (99, 'z', 9)"):
+        duck.execute(sql)
+    return dict(duck.execute("SELECT snapshot_id, snapshot_time FROM lake.snapshots()")
+                .fetchall())
+
+
+def test_version_and_timestamp_names(engine, duck):  # noqa: ANN001
+    times = history(duck)
+    for v in sorted(times)[1:]:
+        expected = duck_rows(duck, f"SELECT * FROM lake.t AT (VERSION => {v})")
+        assert spark_rows(engine.execute(f"SELECT * FROM `main.t@v{v}`").df) == expected
+        # a moment after the snapshot: the latest snapshot at or before it is v
+        ts = times[v] + dt.timedelta(microseconds=1)
+        got = spark_rows(engine.execute(f"SELECT * FROM `main.t@ts:{ts.isoformat()}`").df)
+        assert got == expected, f"timestamp {ts}"
+        assert got == duck_rows(duck, f"SELECT * FROM lake.t AT (TIMESTAMP => TIMESTAMPTZ '{ts}')")
+
+
+def test_unknown_and_expired_snapshots_fail_clearly(engine, duck):  # noqa: ANN001
+    times = history(duck)
+    with pytest.raises(SnapshotNotFoundError, match=r"version 77 .*snapshots are 0 .* to 6"):
+        engine.execute("SELECT * FROM `main.t@v77`")
+    with pytest.raises(SnapshotNotFoundError, match="at or before 1999"):
+        engine.execute("SELECT * FROM `main.t@ts:1999-01-01 00:00:00+00`")
+    expired = duck.execute("CALL ducklake_expire_snapshots('lake', versions => [2, 3])").fetchall()
+    assert [r[0] for r in expired] == [2, 3]
+    with pytest.raises(SnapshotNotFoundError, match=r"version 3 .*expired"):
+        engine.execute("SELECT * FROM `main.t@v3`")
+    assert max(times) == 6
+
+
+def test_change_feed_and_snapshot_views(engine, lake, duck):  # noqa: ANN001
+    history(duck)
+    t = lake.table("main.t")
+    for kind in ("changes", "insertions", "deletions"):
+        got = spark_rows(engine.execute(f"SELECT * FROM `main.t@{kind}:2..5`").df)
+        assert got == spark_rows(getattr(t, kind)(2, 5)), kind
+    open_end = spark_rows(engine.execute("SELECT * FROM `main.t@changes:3..`").df)
+    assert open_end == duck_rows(duck, "SELECT * FROM lake.table_changes('t', 3, 6)")
+    snapshots = engine.execute("SELECT snapshot_id, changes_made FROM `@snapshots` "
+                               "ORDER BY snapshot_id").df.collect()
+    assert [r[0] for r in snapshots] == list(range(7))
+    assert snapshots[2][1] == "inserted_into_table:1"
+    current = engine.execute("SELECT (SELECT snapshot_id FROM `@current_snapshot`) AS v").df
+    assert current.collect()[0][0] == 6
+    with pytest.raises(InvalidArgumentError, match="can be read, not written"):
+        engine.execute("INSERT INTO `main.t@v3` VALUES (1, 'x', 1)")
+
+
+def test_feed_view_follows_new_commits_only_with_an_open_end(engine, lake, duck):  # noqa: ANN001
+    history(duck)
+    closed = engine.execute("SELECT count(*) FROM `main.t@insertions:0..6`").df.collect()[0][0]
+    engine.execute("INSERT INTO `main.t` VALUES (100, 'new', 1)")
+    assert engine.execute("SELECT count(*) FROM `main.t@insertions:0..6`").df.collect()[0][0] \
+        == closed
+    assert engine.execute("SELECT count(*) FROM `main.t@insertions:0..`").df.collect()[0][0] \
+        == closed + 1
+
+
+def test_pinned_connection_reads_the_past_and_refuses_writes(spark, lake, duck):  # noqa: ANN001
+    history(duck)
+    pinned = Engine(spark, lake, ViewRegistry(spark, lake, pinned_version=3), read_only=True)
+    assert spark_rows(pinned.execute("SELECT * FROM `main.t`").df) == \
+        duck_rows(duck, "SELECT * FROM lake.t AT (VERSION => 3)")
+    assert spark_rows(pinned.execute("SELECT * FROM main.t").df) == \
+        duck_rows(duck, "SELECT * FROM lake.t AT (VERSION => 3)")
+    assert pinned.execute("SELECT max(snapshot_id) FROM `@snapshots`").df.collect()[0][0] == 3
+    assert pinned.execute("SELECT * FROM `@current_snapshot`").df.collect()[0][0] == 3
+    with pytest.raises(InvalidArgumentError, match="pinned to snapshot 3"):
+        pinned.execute("DELETE FROM `main.t` WHERE i = 1")
+    with pytest.raises(InvalidArgumentError, match="pinned to snapshot 3"):
+        pinned.execute("CREATE TABLE `main.u` AS SELECT 1 AS x")
+
+
+def test_names_round_trip() -> None:
+    for text in ("s.t", "s.t@v3", "s.t@ts:2026-01-01 10:00:00+00", "s.t@changes:3..7",
+                 "s.t@insertions:2026-01-01..", "s.t@deletions:..9", "@snapshots",
+                 "s.a.b@v2"):
+        name = parse_name([text])
+        assert name is not None and name.view_name == text, text
+    assert parse_name(["s.t@changes:3..7"]).feed == "changes"
+    assert parse_name(["s.t@ts:2026-01-01 10:00:00+00"]).timestamp == "2026-01-01 10:00:00+00"
