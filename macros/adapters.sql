@@ -121,3 +121,9 @@ ducklake_write(df)
     alter table {{ relation }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}
   {%- endcall -%}
 {%- endmacro %}
+
+{#- dbt-spark's version runs DESCRIBE and returns its raw table; macros that call
+    get_columns_in_relation (snapshots' hard_deletes, on_schema_change) need Column objects. -#}
+{% macro ducklake__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}

@@ -154,3 +154,20 @@ def test_insert_overwrite_dynamic_with_bucket_and_year(spark, lake, duck, engine
     assert 0 < len(expected) - 1 < len(before)  # some rows replaced, most kept
     assert sorted((r["id"], r["ts"]) for r in table.read().collect()) == expected
     assert_same(duck, "t", table.read())
+
+
+def test_add_column_varchar_and_defaults(lake, duck, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` AS SELECT 1 AS a")
+    engine.execute("ALTER TABLE `main.t` ADD COLUMN b varchar(200) default null")
+    engine.execute("ALTER TABLE `main.t` ADD COLUMN c string default 'dummy'")
+    engine.execute("INSERT INTO `main.t` (a) VALUES (2)")
+    table = lake.table("main.t")
+    assert [f.dataType.simpleString() for f in table.schema().fields] == [
+        "int", "string", "string"]
+    assert sorted(tuple(r) for r in table.read().collect()) == [(1, None, "dummy"),
+                                                                 (2, None, "dummy")]
+    assert_same(duck, "t", table.read())
+    duck.execute("INSERT INTO lake.t (a) VALUES (3)")
+    assert duck_rows(duck, "SELECT c FROM lake.t WHERE a = 3") == [("dummy",)]
+    with pytest.raises(Exception, match="must be a constant"):
+        engine.execute("ALTER TABLE `main.t` ADD COLUMN d timestamp default now()")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException
@@ -308,7 +309,7 @@ class Engine:
                     f"{len(df.columns)}")
             df = df.toDF(*user_cols)
             given = {c.lower() for c in user_cols}
-            df = df.select("*", *[F.lit(None).alias(c.column_name) for c in columns
+            df = df.select("*", *[_column_default(c).alias(c.column_name) for c in columns
                                   if c.column_name.lower() not in given])
         else:
             if len(df.columns) != len(columns):
@@ -530,15 +531,49 @@ class Engine:
     def _on_AddColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.table()))
         cols = plan.columnsToAdd()
+        # CHAR(n)/VARCHAR(n) are strings in the lake, as everywhere else in Spark's reading.
+        utils = self.spark._jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils  # type: ignore[attr-defined]
         schema = self.spark.createDataFrame([], ", ".join(
-            f"{quote(cols.apply(i).colName())} {cols.apply(i).dataType().catalogString()}"
+            f"{quote(cols.apply(i).colName())} "
+            f"{utils.replaceCharVarcharWithString(cols.apply(i).dataType()).catalogString()}"
             for i in range(cols.size())))
         specs = column_specs(schema.schema)
+        for i, spec in enumerate(specs):
+            default = cols.apply(i).default()
+            if default.isDefined():
+                value = self._literal_default(spec, default.get().originalSQL())
+                # Existing rows read the default (initial_default); new rows get it when an
+                # INSERT leaves the column out (default_value), as in DuckDB.
+                specs[i] = dc_replace(spec, initial_default=value, default_value=value)
         table = self.lake.lake.table(name.schema, name.name)
         tx = Transaction(self.lake.lake)
         tables.alter_columns(tx, TableRef(table.table_id), add=specs)
         snapshot = self._commit(tx, "ALTER TABLE")
         return StatementResult("ALTER TABLE", snapshot=snapshot)
+
+    def _literal_default(self, spec: Any, text: str) -> str | None:
+        """A column DEFAULT as the literal text DuckLake stores. Only constants are taken: an
+        expression such as ``now()`` would be frozen into the value it has today."""
+        if text.strip().lower() == "null":
+            return None
+        try:
+            df = self.spark.sql(f"SELECT CAST(({text}) AS STRING) AS v")
+            alias = df._jdf.queryExecution().analyzed().expressions().apply(0)
+            value_expr = alias.children().apply(0)  # under the alias ``v``
+            leaves = value_expr.collectLeaves()
+            constant = value_expr.foldable() and all(
+                leaves.apply(i).getClass().getSimpleName() == "Literal"
+                for i in range(leaves.size()))  # now() is foldable, but not a constant
+        except Exception as exc:  # noqa: BLE001 - report the default, not Spark's internals
+            raise UnsupportedStatementError(
+                f"DEFAULT {text} for column {spec.name} is not a valid constant: "
+                f"{str(exc).splitlines()[0]}") from None
+        if not constant:
+            raise UnsupportedStatementError(
+                f"DEFAULT {text} for column {spec.name} must be a constant (a literal such as "
+                "5 or 'x'); expression defaults are not supported")
+        value = df.collect()[0]["v"]
+        return None if value is None else str(value)
 
     def _on_AlterColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         """ALTER COLUMN: SET/DROP NOT NULL (checked against the data), TYPE, COMMENT."""
@@ -669,6 +704,15 @@ def partition_alter(sql: str) -> tuple[list[str], str | None] | None:
     raise InvalidArgumentError(
         "expected ALTER TABLE <table> SET PARTITIONED BY (<keys>) or ALTER TABLE <table> "
         f"RESET PARTITIONED BY; got: {sql.strip()}")
+
+
+def _column_default(column: Any) -> Any:
+    """What an INSERT that leaves ``column`` out writes: its literal default, else NULL."""
+    value = column.default_value
+    if value is None or value.upper() == "NULL" or column.default_value_type not in (
+            None, "literal") or column.type.nested:
+        return F.lit(None).cast(spark_type(column))
+    return F.lit(value).cast(spark_type(column))
 
 
 # Type names of PostgreSQL and DuckDB that Spark's parser does not know, with Spark's own.
