@@ -24,7 +24,10 @@
       {%- if contract_config and contract_config.enforced -%}
         {%- set compiled_code = get_select_subquery(compiled_code) -%}
       {%- endif -%}
-      create or replace table {{ relation }} as {{ compiled_code }}
+      {%- set partition_by = ducklake_partition_by() %}
+      create or replace table {{ relation }}
+      {%- if partition_by %} partitioned by ({{ partition_by | join(', ') }}){% endif %}
+      as {{ compiled_code }}
     {%- endif -%}
   {%- elif language == 'python' -%}
     {{- ducklake_py_write_table(compiled_code=compiled_code, target_relation=relation) -}}
@@ -126,4 +129,16 @@ ducklake_write(df)
     get_columns_in_relation (snapshots' hard_deletes, on_schema_change) need Column objects. -#}
 {% macro ducklake__get_columns_in_relation(relation) -%}
   {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
+
+{#- partition_by (alias partitioned_by): DuckLake partition keys, as a column name or a list of
+    `col`, `year(col)`, `month(col)`, `day(col)`, `hour(col)`, `bucket(N, col)`. -#}
+{% macro ducklake_partition_by() -%}
+  {%- set raw = config.get('partition_by') or config.get('partitioned_by') -%}
+  {%- if raw is none -%}{{ return([]) }}{%- endif -%}
+  {%- if raw is string -%}{%- set raw = [raw] -%}{%- endif -%}
+  {%- if raw is mapping -%}
+    {% do exceptions.raise_compiler_error("partition_by for a ducklake model is a column or a list of keys such as ['region', 'year(ts)', 'bucket(4, id)'], not a mapping (BigQuery's form)") %}
+  {%- endif -%}
+  {{ return(raw | list) }}
 {%- endmacro %}

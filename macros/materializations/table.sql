@@ -20,7 +20,7 @@
   {%- set not_null = ducklake_not_null_columns() if config.get('contract').enforced else [] -%}
   {%- if not_null and language == 'sql' -%}
     {#- The NOT NULL check and the new data land in the same snapshot, or nothing lands. -#}
-    {%- set response = adapter.ducklake_replace_table(target_relation, get_select_subquery(compiled_code), not_null, config.get('sql_header', none)) -%}
+    {%- set response = adapter.ducklake_replace_table(target_relation, get_select_subquery(compiled_code), not_null, config.get('sql_header', none), ducklake_partition_by()) -%}
     {%- call noop_statement('main', response, response) -%}
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
     {%- endcall -%}

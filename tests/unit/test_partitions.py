@@ -198,3 +198,12 @@ def test_bucket_hash_matches_duckdb(duck, sql_type: str, literal: str, lake: str
                                     value: object) -> None:
     expected = duck.execute(f"SELECT murmur3_32(CAST({literal} AS {sql_type}))").fetchone()[0]
     assert bucket_hash(value, LakeType.parse(lake)) == expected
+
+
+def test_partition_alter_after_a_query_comment() -> None:
+    from dbt.adapters.ducklake.sql.engine import partition_alter
+
+    sql = ('/* {"app": "dbt"} */\nalter table `s.t` set partitioned by (region, month(ts))')
+    assert partition_alter(sql) == (["s.t"], "region, month(ts)")
+    assert partition_alter("-- c\nALTER TABLE s.t RESET PARTITIONED BY") == (["s", "t"], None)
+    assert partition_alter("select 'alter partitioned'") is None

@@ -189,7 +189,8 @@ class DuckLakeAdapter(SQLAdapter):
 
     @available
     def ducklake_replace_table(self, relation: BaseRelation, sql: str, not_null: list[str],
-                               sql_header: str | None = None) -> str:
+                               sql_header: str | None = None,
+                               partition_by: list[str] | None = None) -> str:
         """CREATE OR REPLACE TABLE with NOT NULL columns checked before the one commit."""
         runtime = self.runtime()
         engine = runtime.engine
@@ -197,7 +198,7 @@ class DuckLakeAdapter(SQLAdapter):
             engine.execute(sql_header)
         df = runtime.registry.run_with_views(runtime.spark.sql, sql)
         name = LakeName(relation.schema, relation.identifier)  # type: ignore[arg-type]
-        result = engine.replace_table(name, df, tuple(not_null))
+        result = engine.replace_table(name, df, tuple(not_null), partition_by=partition_by or [])
         snapshot = result.snapshot.snapshot_id if result.snapshot else "?"
         return f"{result.kind} (snapshot {snapshot})"
 
@@ -387,6 +388,7 @@ class DuckLakeAdapter(SQLAdapter):
         runtime = self.runtime()
         relation = self.Relation.create(schema=parsed_model["schema"],
                                         identifier=parsed_model["alias"])
+        config = parsed_model.get("config", {})
         result: dict[str, Any] = {}
 
         def load(name: str) -> Any:
@@ -405,10 +407,12 @@ class DuckLakeAdapter(SQLAdapter):
             if not runtime.lake.lake.schemas() or relation.schema not in [
                     s.schema_name for s in runtime.lake.lake.schemas()]:
                 runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
+            raw = config.get("partition_by") or config.get("partitioned_by") or []
+            partition_by = [raw] if isinstance(raw, str) else list(raw)
             if f"{relation.schema}.{relation.identifier}" in runtime.lake.tables(relation.schema):
-                runtime.lake.table(name).replace(df, info=info)
+                runtime.lake.table(name).replace(df, info=info, partition_by=partition_by)
             else:
-                runtime.lake.create_table(name, df, info=info)
+                runtime.lake.create_table(name, df, info=info, partition_by=partition_by)
             runtime.registry.invalidate()
             result["rows"] = -1
 

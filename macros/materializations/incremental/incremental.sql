@@ -21,6 +21,13 @@
       {{ create_table_as(False, target_relation, compiled_code) }}
     {%- endcall -%}
   {%- else -%}
+    {%- set partition_by = ducklake_partition_by() -%}
+    {%- if partition_by -%}
+      {#- A changed spec lays out new files only (no rewrite); an unchanged one commits nothing. -#}
+      {%- call statement('set_partitioning') -%}
+        alter table {{ target_relation }} set partitioned by ({{ partition_by | join(', ') }})
+      {%- endcall -%}
+    {%- endif -%}
     {%- set temp_relation = make_temp_relation(target_relation) -%}
     {%- call statement('create_temp_relation') -%}
       {{ create_table_as(True, temp_relation, compiled_code) }}

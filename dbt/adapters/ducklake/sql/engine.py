@@ -666,8 +666,8 @@ def partition_alter(sql: str) -> tuple[list[str], str | None] | None:
     Spark's parser rejects these statements, so they are recognised from sqlglot's tokens
     (quotes, comments and case handled by the tokenizer), never with a regular expression.
     """
-    head = sql.lstrip()[:5].upper()
-    if head != "ALTER" or "PARTITIONED" not in sql.upper():
+    upper = sql.upper()
+    if "ALTER" not in upper or "PARTITIONED" not in upper:  # cheap test before tokenizing
         return None
     from sqlglot.dialects.spark import Spark
     from sqlglot.tokens import TokenType
