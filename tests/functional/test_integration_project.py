@@ -11,7 +11,11 @@ extension as the independent reader:
 - every view is in DuckDB's catalog (DuckDB cannot run them: their SQL is Spark SQL);
 - ``persist_docs`` descriptions are DuckLake comments DuckDB shows;
 - every snapshot carries dbt's commit info, naming the node that made it;
-- the second build kept each table's identity, and time travel returns the first build's rows.
+- the second build kept each table's identity, and time travel returns the first build's rows;
+- between the builds an order also changes status: the incremental merge on a composite key
+  re-merges the recent days (DuckDB's table_changes shows update pre/post images), the
+  snapshot of the orders seed records the change as a new version, and a microbatch model
+  backfills the month with ``--event-time-start/--event-time-end``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ MARTS = {  # table name -> materialization language
     "customer_segments": "python",
 }
 SEEDS = {"customers", "products", "orders", "order_items"}
+INCREMENTAL = {"daily_product_sales", "order_events"}  # merge on a composite key; microbatch
+SNAPSHOTS = {"orders_snapshot"}  # dbt snapshot of the orders seed, in shop_snapshots
 VIEWS = {
     ("shop_staging", "stg_customers"),
     ("shop_staging", "stg_products"),
@@ -59,6 +65,9 @@ NEW_ORDER_ITEMS = """\
 90063,5052,509,1,129.99,
 90064,5053,501,3,24.90,0.25
 """
+# ... and an order placed two days before is cancelled (the snapshot and the merge see it).
+CHANGED_ORDER = ("5047,1018,2025-03-16 08:37:21,placed,",
+                 "5047,1018,2025-03-16 08:37:21,cancelled,")
 
 
 @dataclass
@@ -80,11 +89,11 @@ class Shop:
     second: Build
 
 
-def _dbt_build(project: Path) -> str:
+def _dbt_build(project: Path, *args: str) -> str:
     from dbt.cli.main import dbtRunner
 
     result = dbtRunner().invoke(
-        ["build", "--project-dir", str(project), "--profiles-dir", str(project)])
+        ["build", "--project-dir", str(project), "--profiles-dir", str(project), *args])
     failures = []
     if result.result is not None and hasattr(result.result, "results"):
         failures = [f"{r.node.unique_id}: {r.status} {r.message}" for r in result.result.results
@@ -140,7 +149,11 @@ def shop(tmp_path_factory: pytest.TempPathFactory, spark) -> Shop:  # noqa: ANN0
             f.write(NEW_ORDERS)
         with open(project / "seeds" / "order_items.csv", "a") as f:
             f.write(NEW_ORDER_ITEMS)
-        second_invocation = _dbt_build(project)
+        orders = project / "seeds" / "orders.csv"
+        orders.write_text(orders.read_text().replace(CHANGED_ORDER[0], CHANGED_ORDER[1]))
+        # A backfill of March 2025 for the microbatch model (other models build as usual).
+        second_invocation = _dbt_build(project, "--event-time-start", "2025-03-01",
+                                       "--event-time-end", "2025-04-01")
         con = _attach(catalog)
         try:
             second = _snapshot(con, second_invocation)
@@ -170,7 +183,7 @@ def reader(shop: Shop, spark):  # noqa: ANN001, ANN201
 def _nodes(shop: Shop) -> dict[str, dict[str, Any]]:
     """Models and seeds by the lake relation they build (``schema.alias``)."""
     return {f"{n['schema']}.{n['alias']}": n for n in shop.manifest["nodes"].values()
-            if n["resource_type"] in ("model", "seed") and n["package_name"] == PACKAGE
+            if n["resource_type"] in ("model", "seed", "snapshot") and n["package_name"] == PACKAGE
             and n["config"]["materialized"] != "ephemeral"}
 
 
@@ -179,7 +192,9 @@ def test_lake_holds_the_expected_relations(shop: Shop, duck) -> None:  # noqa: A
     tables = set(duck.execute(
         "SELECT schema_name || '.' || table_name FROM duckdb_tables() "
         "WHERE database_name = 'lake'").fetchall())
-    expected = {(f"shop_raw.{s}",) for s in SEEDS} | {(f"shop.{m}",) for m in MARTS}
+    expected = ({(f"shop_raw.{s}",) for s in SEEDS} | {(f"shop.{m}",) for m in MARTS}
+                | {(f"shop.{m}",) for m in INCREMENTAL}
+                | {(f"shop_snapshots.{m}",) for m in SNAPSHOTS})
     assert tables == expected
     relations = {name for name, n in _nodes(shop).items()}
     assert relations == {t for (t,) in expected} | {f"{s}.{v}" for s, v in VIEWS}
@@ -193,7 +208,7 @@ def test_every_table_reads_the_same_in_duckdb_and_spark(shop: Shop, duck, reader
     tables = duck.execute(
         "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'lake' "
         "ORDER BY ALL").fetchall()
-    assert len(tables) == len(SEEDS) + len(MARTS)
+    assert len(tables) == len(SEEDS) + len(MARTS) + len(INCREMENTAL) + len(SNAPSHOTS)
     for schema, table in tables:
         df = reader.read(f"{schema}.{table}", version=version)
         duck_columns = [d[0] for d in duck.execute(
@@ -401,3 +416,54 @@ def test_second_build_rebuilds_tables_in_place(shop: Shop, duck, reader) -> None
 def test_lake_data_stays_inside_the_project(shop: Shop) -> None:
     data = shop.project / "lake" / "data"
     assert any(data.rglob("*.parquet")), "expected Parquet files under the project's lake/data"
+
+
+# ---------------------------------------------------------------------------------- incremental
+STG_SALES = """
+    SELECT CAST(o.ordered_at AS DATE) AS order_date, i.product_id,
+           count(DISTINCT o.order_id) AS orders, sum(i.quantity) AS units,
+           CAST(sum(CASE WHEN lower(o.status) IN ('placed', 'shipped', 'completed')
+                         THEN CAST(i.quantity * i.unit_price * (1 - coalesce(i.discount_rate, 0))
+                                   AS DECIMAL(12, 2)) ELSE 0 END) AS DECIMAL(14, 2)) AS revenue
+    FROM lake.shop_raw.order_items i JOIN lake.shop_raw.orders o USING (order_id)
+    GROUP BY ALL"""
+
+
+def test_incremental_merge_on_a_composite_key(shop: Shop, duck) -> None:  # noqa: ANN001
+    """After two runs with new and changed orders in between, the incremental model equals a
+    full recomputation, and its second run re-merged the recent days as updates."""
+    expected = duck_rows(duck, STG_SALES)
+    actual = duck_rows(duck, "SELECT order_date, product_id, orders, units, revenue "
+                             "FROM lake.shop.daily_product_sales")
+    assert actual == expected
+    table_id = shop.second.table_ids["shop.daily_product_sales"]
+    assert table_id == shop.first.table_ids["shop.daily_product_sales"]
+    changes = duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                              f"'lake', 'shop', 'daily_product_sales', {shop.first.version + 1}, "
+                              f"{shop.second.version}) GROUP BY 1")
+    kinds = dict(changes)
+    assert kinds.get("insert", 0) >= 4  # 2025-03-18's products
+    assert kinds.get("update_preimage", 0) == kinds.get("update_postimage", 0) >= 1
+    # The cancelled order's day lost its revenue to lost_revenue.
+    day = duck.execute("SELECT revenue, lost_revenue FROM lake.shop.daily_product_sales "
+                       "WHERE order_date = DATE '2025-03-16' AND product_id = 506").fetchone()
+    assert day is not None and day[1] > 0
+
+
+def test_snapshot_of_a_changing_seed(duck) -> None:  # noqa: ANN001
+    versions = duck.execute(
+        "SELECT status, dbt_valid_to IS NULL FROM lake.shop_snapshots.orders_snapshot "
+        "WHERE order_id = 5047 ORDER BY dbt_valid_from").fetchall()
+    assert versions == [("placed", False), ("cancelled", True)]
+    current = duck.execute("SELECT count(*) FROM lake.shop_snapshots.orders_snapshot "
+                           "WHERE dbt_valid_to IS NULL").fetchone()[0]
+    assert current == duck.execute("SELECT count(*) FROM lake.shop_raw.orders").fetchone()[0]
+
+
+def test_microbatch_model_loads_every_order(shop: Shop, duck) -> None:  # noqa: ANN001
+    rows = duck_rows(duck, "SELECT order_id, order_status FROM lake.shop.order_events")
+    expected = duck_rows(duck, "SELECT order_id, lower(status) FROM lake.shop_raw.orders")
+    assert rows == expected
+    first = duck.execute("SELECT count(*) FROM lake.shop.order_events AT (VERSION => "
+                         f"{shop.first.version})").fetchone()[0]
+    assert (first, len(rows)) == (50, 53)

@@ -1,4 +1,6 @@
--- Order headers; the calendar day of an order is taken in UTC.
+-- Order headers; the calendar day of an order is taken in UTC. event_time lets microbatch
+-- models downstream read one batch's window of orders.
+{{ config(event_time='ordered_at') }}
 select
     order_id,
     customer_id,
