@@ -33,3 +33,26 @@
 {% macro ducklake_table_deletions(relation, start_snapshot=none, end_snapshot=none, start_timestamp=none, end_timestamp=none) -%}
   {{- ducklake__feed('deletions', relation, start_snapshot, end_snapshot, start_timestamp, end_timestamp) -}}
 {%- endmacro %}
+
+{#- Change-driven incremental models: the changes of `relation` committed since this model last
+    consumed them, as ducklake_table_changes renders them. The watermark (the snapshot read up
+    to) is stored in commit_extra_info of the model's own data write, in the same DuckLake
+    snapshot as its rows, so each change is processed exactly once across runs and failures.
+    A first or --full-refresh run reads every change since the table began. Use it with an
+    alias: `from {{ ducklake_changes_since_last_run(ref('orders')) }} as c`. -#}
+{% macro ducklake_changes_since_last_run(relation, kind='changes') -%}
+  {%- set kinds = ['changes', 'insertions', 'deletions'] -%}
+  {%- if kind not in kinds -%}
+    {% do exceptions.raise_compiler_error("ducklake_changes_since_last_run: kind '" ~ kind ~ "' is not one of " ~ kinds | join(', ')) %}
+  {%- endif -%}
+  {%- if not execute -%}
+    {{- ducklake__feed(kind, relation, none, none, none, none) -}}
+  {%- else -%}
+    {%- set window = adapter.ducklake_changes_window(relation, model.unique_id, is_incremental()) -%}
+    {%- if window.start is not none and window.start > window.end -%}
+      (select * from {{ ducklake__feed(kind, relation, window.end, window.end, none, none) }} where false)
+    {%- else -%}
+      {{- ducklake__feed(kind, relation, window.start, window.end, none, none) -}}
+    {%- endif -%}
+  {%- endif -%}
+{%- endmacro %}

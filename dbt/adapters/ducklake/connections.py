@@ -47,7 +47,26 @@ class Runtime:
 
 def set_current_node(name: str | None) -> None:
     """Record the dbt node this thread works for; commits name it in their metadata."""
+    if getattr(_local, "node", None) != name:
+        _local.watermarks = {}
     _local.node = name
+
+
+# Statements that write a model's rows: the ones that carry its change-feed watermarks.
+DATA_WRITES = frozenset({"MERGE", "INSERT", "INSERT REPLACE", "INSERT OVERWRITE",
+                         "CREATE TABLE", "CREATE OR REPLACE TABLE", "PYTHON MODEL"})
+WATERMARKS_KEY = "ducklake_watermarks"
+
+
+def set_watermark(table: str, snapshot_id: int) -> None:
+    """Record that the current node has consumed ``table``'s changes up to ``snapshot_id``.
+
+    The watermark is written into ``commit_extra_info`` of the node's next data write, in the
+    same snapshot as the rows computed from those changes: it advances exactly when they land.
+    """
+    if not hasattr(_local, "watermarks"):
+        _local.watermarks = {}
+    _local.watermarks[table] = snapshot_id
 
 
 def _project_dir() -> str | None:
@@ -213,6 +232,9 @@ def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
         extra = {"invocation_id": invocation_id, "node_unique_id": node,
                  "dbt_version": dbt_version, "adapter": "dbt-ducklake",
                  "adapter_version": adapter_version, "statement": kind}
+        watermarks = getattr(_local, "watermarks", None)
+        if watermarks and kind in DATA_WRITES:
+            extra[WATERMARKS_KEY] = dict(watermarks)
         return CommitInfo(author, message, extra)
 
     return build

@@ -203,6 +203,37 @@ class DuckLakeAdapter(SQLAdapter):
         return f"{result.kind} (snapshot {snapshot})"
 
     @available
+    def ducklake_changes_window(self, relation: BaseRelation, node_id: str,
+                                incremental: bool) -> dict[str, int | None]:
+        """The snapshot range of ``relation``'s changes this model has not consumed yet.
+
+        ``start`` is one past the watermark the model's last data write recorded (``None`` on
+        a first or full-refresh run: every change since the table began); ``end`` is the
+        current snapshot, which becomes the new watermark when this run's write commits.
+        """
+        import json
+
+        from .connections import WATERMARKS_KEY, set_watermark
+
+        lake = self.runtime().lake.lake
+        key = f"{relation.schema}.{relation.identifier}".lower()
+        snapshots = lake.snapshots()
+        end = snapshots[-1].snapshot_id
+        start = None
+        if incremental:
+            for snapshot in reversed(snapshots):
+                try:
+                    extra = json.loads(snapshot.commit_extra_info or "{}")
+                except ValueError:
+                    continue
+                if isinstance(extra, dict) and extra.get("node_unique_id") == node_id and \
+                        key in (extra.get(WATERMARKS_KEY) or {}):
+                    start = int(extra[WATERMARKS_KEY][key]) + 1
+                    break
+        set_watermark(key, end)
+        return {"start": start, "end": end}
+
+    @available
     def ducklake_partition_keys(self, relation: BaseRelation) -> list[str]:
         """The table's DuckLake partition keys, as ``region`` or ``year(ts)``; empty when it
         has no partition spec (or does not exist)."""
