@@ -29,6 +29,8 @@
       {%- if partition_by %} partitioned by ({{ partition_by | join(', ') }}){% endif %}
       as {{ compiled_code }}
     {%- endif -%}
+  {%- elif language == 'python' and temporary -%}
+    {{- ducklake_py_temp_view(compiled_code=compiled_code, relation=relation) -}}
   {%- elif language == 'python' -%}
     {{- ducklake_py_write_table(compiled_code=compiled_code, target_relation=relation) -}}
   {%- else -%}
@@ -91,6 +93,16 @@
 dbt = dbtObj(ducklake_load)
 df = model(dbt, spark)
 ducklake_write(df)
+{%- endmacro %}
+
+{#- An incremental Python model's new rows: a temp view the strategy's statement reads. -#}
+{% macro ducklake_py_temp_view(compiled_code, relation) -%}
+{{ compiled_code }}
+
+# dbt-ducklake: stage the model's rows as a temp view for the incremental strategy
+dbt = dbtObj(ducklake_load)
+df = model(dbt, spark)
+ducklake_temp_view(df, {{ relation.render() | tojson }})
 {%- endmacro %}
 
 {% macro ducklake__alter_column_comment(relation, column_dict) -%}

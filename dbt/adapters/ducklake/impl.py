@@ -447,8 +447,17 @@ class DuckLakeAdapter(SQLAdapter):
             runtime.registry.invalidate()
             result["rows"] = -1
 
+        def temp_view(df: Any, name: str) -> None:
+            from pyspark.sql import DataFrame
+
+            if not isinstance(df, DataFrame):
+                df = df.to_spark() if hasattr(df, "to_spark") else \
+                    runtime.spark.createDataFrame(df)
+            df.createOrReplaceTempView(name)
+            result["rows"] = -1
+
         scope = {"spark": runtime.spark, "ducklake_load": load, "ducklake_write": write,
-                 "__name__": "__dbt_python_model__"}
+                 "ducklake_temp_view": temp_view, "__name__": "__dbt_python_model__"}
         # Template indentation lands before the first line; module code starts at column 0.
         code = compiled_code.lstrip()
         try:

@@ -1,7 +1,8 @@
-{#- Incremental models: the first run (or --full-refresh) builds the table in place, later runs
-    stage the new rows as a Spark temp view and apply them with one statement per strategy —
+{#- Incremental models (SQL or Python): the first run (or --full-refresh) builds the table in
+    place, later runs stage the new rows as a Spark temp view and apply them with one statement per strategy —
     MERGE INTO, INSERT INTO, or DELETE + INSERT — each one DuckLake snapshot. -#}
-{% materialization incremental, adapter='ducklake', supported_languages=['sql'] %}
+{% materialization incremental, adapter='ducklake', supported_languages=['sql', 'python'] %}
+  {%- set language = model['language'] -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set strategy = config.get('incremental_strategy') or 'merge' -%}
@@ -17,8 +18,8 @@
     {%- if existing_relation is not none and existing_relation.is_view -%}
       {{ adapter.drop_relation(existing_relation) }}
     {%- endif -%}
-    {%- call statement('main') -%}
-      {{ create_table_as(False, target_relation, compiled_code) }}
+    {%- call statement('main', language=language) -%}
+      {{ create_table_as(False, target_relation, compiled_code, language) }}
     {%- endcall -%}
   {%- else -%}
     {%- set partition_by = ducklake_partition_by() -%}
@@ -29,8 +30,8 @@
       {%- endcall -%}
     {%- endif -%}
     {%- set temp_relation = make_temp_relation(target_relation) -%}
-    {%- call statement('create_temp_relation') -%}
-      {{ create_table_as(True, temp_relation, compiled_code) }}
+    {%- call statement('create_temp_relation', language=language) -%}
+      {{ create_table_as(True, temp_relation, compiled_code, language) }}
     {%- endcall -%}
     {%- set dest_columns = process_schema_changes(on_schema_change, temp_relation, existing_relation) -%}
     {%- if not dest_columns -%}

@@ -173,8 +173,6 @@ class TestPythonModel(BasePythonModelTests):
     pass
 
 
-@pytest.mark.skip(reason="incremental Python models are not supported yet: the incremental "
-                         "materialization takes SQL models only")
 class TestPythonIncremental(BasePythonIncrementalTests):
     pass
 
