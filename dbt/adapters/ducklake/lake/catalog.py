@@ -18,6 +18,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from . import ddl
+from .conflicts import quote_name
 from .connect import WRITE_OPTION, CatalogTarget, make_engine, parse_catalog
 from .errors import (
     CatalogConnectionError,
@@ -91,7 +92,8 @@ class Lake:
         self.engine = make_engine(target)
         self.dialect = target.dialect
         self.metadata_schema = metadata_schema
-        self.prefix = f'"{metadata_schema}".' if metadata_schema else ""
+        # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
+        self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
         self.data_path = data_path
         self.data_inlining_row_limit = data_inlining_row_limit
 
@@ -252,7 +254,8 @@ class Lake:
         now = datetime.now(timezone.utc)
         with self.write() as conn:
             if self.metadata_schema:
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'))
+                conn.execute(text("CREATE SCHEMA IF NOT EXISTS "
+                                  + quote_name(self.metadata_schema)))
             for statement in ddl.create_statements(self.dialect, self.prefix):
                 conn.execute(text(statement))
             conn.execute(
