@@ -157,15 +157,11 @@ class Lake:
                 )
             lake._initialise(wanted)
             return lake
-        version = meta.get("version")
-        if version != ddl.FORMAT_VERSION:
+        try:
+            lake._check_version(meta.get("version"))
+        except FormatVersionError:
             lake.engine.dispose()
-            raise FormatVersionError(
-                f"the lake in {target.display} has DuckLake format version {version!r}; this "
-                f"client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake was not "
-                "modified. Migrate it with DuckDB 1.5.5 (ATTACH ... (AUTOMATIC_MIGRATION true)) "
-                "or use a client that supports its version."
-            )
+            raise
         if meta.get("encrypted", "false") != "false":
             lake.engine.dispose()
             raise FormatVersionError(
@@ -230,6 +226,22 @@ class Lake:
                 yield conn
         finally:
             conn.close()
+
+    def _check_version(self, version: str | None) -> None:
+        if version != ddl.FORMAT_VERSION:
+            raise FormatVersionError(
+                f"the lake in {self.target.display} has DuckLake format version {version!r}; "
+                f"this client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake "
+                "was not modified. Migrate it with DuckDB 1.5.5 (ATTACH ... "
+                "(AUTOMATIC_MIGRATION true)) or use a client that supports its version."
+            )
+
+    def check_version(self, conn: Connection) -> None:
+        """Refuse to go on if the lake's format changed since it was opened (a migration)."""
+        version = conn.execute(
+            text(f"SELECT value FROM {self.t('ducklake_metadata')} WHERE key = 'version' "
+                 "AND scope IS NULL")).scalar()
+        self._check_version(version)
 
     def _read_metadata(self) -> dict[str, str] | None:
         try:

@@ -319,6 +319,7 @@ class Transaction:
         sent: _Sent | None = None
         try:
             with lake.write() as conn:
+                lake.check_version(conn)
                 latest = lake.latest_snapshot(conn)
                 landed = self._landed_earlier(conn, latest)
                 if landed is not None:
