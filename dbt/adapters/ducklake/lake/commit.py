@@ -288,6 +288,12 @@ class Transaction:
                 raise
             except DBAPIError as exc:
                 self.discard_files()
+                if _permission_denied(exc):
+                    raise CommitFailedError(
+                        f"the catalog refused the write: {_first_line(exc)}. This role may read "
+                        "the lake but not write to it (see README, Access control); nothing "
+                        "was committed"
+                    ) from exc
                 raise CatalogConnectionError(
                     f"the catalog failed during the commit: {_first_line(exc)}; nothing was "
                     "committed"
@@ -519,6 +525,12 @@ def _fingerprint_found(lake: Lake, conn: Connection, snapshot: Snapshot) -> bool
         snapshot.snapshot_time, snapshot.schema_version, snapshot.next_catalog_id,
         snapshot.next_file_id, snapshot.changes_made, snapshot.author,
         snapshot.commit_message, snapshot.commit_extra_info)
+
+
+def _permission_denied(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return "permission denied" in msg or "insufficient privilege" in msg or \
+        "attempt to write a readonly database" in msg
 
 
 def _retryable(exc: BaseException) -> bool:
