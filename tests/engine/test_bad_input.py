@@ -39,3 +39,90 @@ def test_truncated_data_file_is_named(spark, lake, lake_target):  # noqa: ANN001
     os.remove(data_file)
     with pytest.raises(DataFileError, match="missing"):
         table.read()
+
+
+# Names that break naive SQL building: quotes, spaces, unicode, reserved words, commas (the
+# change-token separator), SQL that would run if pasted unquoted, and names longer than
+# PostgreSQL's 63-byte identifiers (inlined-data tables have one column per table column).
+ODD_SCHEMA = 'sch "q", ü'
+ODD_TABLE = "order; DROP TABLE ducklake_snapshot; --"
+ODD_COLUMNS = ['we"ird', "with space", "ünï_表", "select", "a,b", "it's",
+               'x"); DROP TABLE ducklake_snapshot; --', "long_" + "n" * 115]
+
+
+def _duck_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def test_odd_identifiers_round_trip_and_injection_is_inert(spark, lake, lake_target, duck):  # noqa: ANN001
+    from oracle import duck_rows, spark_rows
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType())] +
+                        [StructField(c, StringType()) for c in ODD_COLUMNS])
+
+    def rows(start: int, n: int) -> list[tuple]:
+        return [(i, *(f"{c[:6]}-{i}" for c in ODD_COLUMNS)) for i in range(start, start + n)]
+
+    lake.create_schema(ODD_SCHEMA)
+    table = lake.create_table((ODD_SCHEMA, ODD_TABLE), spark.createDataFrame(rows(0, 30), schema))
+    table.append(spark.createDataFrame(rows(100, 3), schema))  # inlined into the catalog
+    name = f"lake.{_duck_ident(ODD_SCHEMA)}.{_duck_ident(ODD_TABLE)}"
+    values = ", ".join(["200"] + [f"'duck-{i}'" for i in range(len(ODD_COLUMNS))])
+    duck.execute(f"INSERT INTO {name} VALUES ({values})")
+    cols = ", ".join(_duck_ident(c) for c in ["id", *ODD_COLUMNS])
+    assert table.read().count() == 34
+    assert [f.name for f in table.read().schema.fields] == ["id", *ODD_COLUMNS]
+    assert spark_rows(table.read()) == duck_rows(duck, f"SELECT {cols} FROM {name}")
+    assert lake.tables(ODD_SCHEMA) == [f"{ODD_SCHEMA}.{ODD_TABLE}"]
+    tid = table.info().table_id
+    assert lake.snapshots()[2].changes_made == \
+        f'created_table:"sch ""q"", ü"."{ODD_TABLE}",inserted_into_table:{tid}'
+    # the catalog is whole: every snapshot is readable, by us and by DuckDB
+    for snap in lake.snapshots()[2:]:
+        assert spark_rows(table.read(version=snap.snapshot_id)) == duck_rows(
+            duck, f"SELECT {cols} FROM {name} AT (VERSION => {snap.snapshot_id})")
+    # names reach the change-token parser of both engines: a concurrent-style commit still
+    # checks conflicts against them (DuckDB throws on a token it cannot parse)
+    table.delete(F_id_lt(5))
+    duck.execute(f"DELETE FROM {name} WHERE id = 200")
+    assert table.read().count() == 28
+
+
+def F_id_lt(n: int) -> str:  # noqa: N802 - reads as SQL
+    return f"id < {n}"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("lake_target", ["postgres"], indirect=True)
+def test_metadata_schema_name_is_quoted(spark, lake_target):  # noqa: ANN001
+    import psycopg
+    from conftest import PG_DB, PG_HOST, PG_PORT, PG_USER
+
+    from dbt.adapters.ducklake.lake import Lake
+
+    odd = lake_target.metadata_schema + '"; DROP SCHEMA public; --'
+    lake = Lake.open(lake_target.catalog, lake_target.data_path, metadata_schema=odd)
+    try:
+        assert lake.latest_snapshot().snapshot_id == 0
+    finally:
+        lake.close()
+    conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT schema_name FROM information_schema.schemata").fetchall()]
+        assert odd in names and "public" in names
+        conn.execute("DROP SCHEMA " + _duck_ident(odd) + " CASCADE")
+
+
+def test_corrupt_data_file_is_named(spark, lake, lake_target):  # noqa: ANN001
+    table = lake.create_table("main.t", spark.range(50).selectExpr("id", "id * 2 AS v"))
+    data_file = sorted(os.path.join(d, f) for d, _, fs in os.walk(lake_target.data_path)
+                       for f in fs if f.endswith(".parquet"))[0]
+    size = os.path.getsize(data_file)
+    with open(data_file, "r+b") as handle:  # same size, garbage where the footer was
+        handle.seek(size - 40)
+        handle.write(b"\xff" * 32)
+    # The size is right, so the read starts; Spark's failure names the file it could not read
+    with pytest.raises(Exception, match="FAILED_READ_FILE.*" + os.path.basename(data_file)):
+        table.read().collect()

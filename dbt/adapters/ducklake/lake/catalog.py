@@ -18,6 +18,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from . import ddl
+from .conflicts import quote_name
 from .connect import WRITE_OPTION, CatalogTarget, make_engine, parse_catalog
 from .errors import (
     CatalogConnectionError,
@@ -91,7 +92,8 @@ class Lake:
         self.engine = make_engine(target)
         self.dialect = target.dialect
         self.metadata_schema = metadata_schema
-        self.prefix = f'"{metadata_schema}".' if metadata_schema else ""
+        # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
+        self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
         self.data_path = data_path
         self.data_inlining_row_limit = data_inlining_row_limit
 
@@ -155,15 +157,11 @@ class Lake:
                 )
             lake._initialise(wanted)
             return lake
-        version = meta.get("version")
-        if version != ddl.FORMAT_VERSION:
+        try:
+            lake._check_version(meta.get("version"))
+        except FormatVersionError:
             lake.engine.dispose()
-            raise FormatVersionError(
-                f"the lake in {target.display} has DuckLake format version {version!r}; this "
-                f"client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake was not "
-                "modified. Migrate it with DuckDB 1.5.5 (ATTACH ... (AUTOMATIC_MIGRATION true)) "
-                "or use a client that supports its version."
-            )
+            raise
         if meta.get("encrypted", "false") != "false":
             lake.engine.dispose()
             raise FormatVersionError(
@@ -229,6 +227,22 @@ class Lake:
         finally:
             conn.close()
 
+    def _check_version(self, version: str | None) -> None:
+        if version != ddl.FORMAT_VERSION:
+            raise FormatVersionError(
+                f"the lake in {self.target.display} has DuckLake format version {version!r}; "
+                f"this client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake "
+                "was not modified. Migrate it with DuckDB 1.5.5 (ATTACH ... "
+                "(AUTOMATIC_MIGRATION true)) or use a client that supports its version."
+            )
+
+    def check_version(self, conn: Connection) -> None:
+        """Refuse to go on if the lake's format changed since it was opened (a migration)."""
+        version = conn.execute(
+            text(f"SELECT value FROM {self.t('ducklake_metadata')} WHERE key = 'version' "
+                 "AND scope IS NULL")).scalar()
+        self._check_version(version)
+
     def _read_metadata(self) -> dict[str, str] | None:
         try:
             with self.read() as conn:
@@ -252,7 +266,8 @@ class Lake:
         now = datetime.now(timezone.utc)
         with self.write() as conn:
             if self.metadata_schema:
-                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'))
+                conn.execute(text("CREATE SCHEMA IF NOT EXISTS "
+                                  + quote_name(self.metadata_schema)))
             for statement in ddl.create_statements(self.dialect, self.prefix):
                 conn.execute(text(statement))
             conn.execute(

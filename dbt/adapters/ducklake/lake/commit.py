@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from . import faults
 from . import stats as lake_stats
 from .conflicts import find_conflict, quote_name
 from .errors import (
@@ -30,6 +31,7 @@ from .errors import (
     CatalogConnectionError,
     CommitConflictError,
     CommitFailedError,
+    CommitUnknownError,
     InvalidArgumentError,
     NotFoundError,
 )
@@ -212,6 +214,7 @@ class Transaction:
         self._touched_data_files: set[int] = set()
         self.files_written: list[str] = []  # absolute paths to remove if the commit fails
         self.result: Snapshot | None = None
+        self._dropped: list[Snapshot] = []  # attempts whose COMMIT lost the connection
 
     # ------------------------------------------------------------------ staging API
     def add(self, phase: int, op: Op, *tokens: str) -> None:
@@ -239,10 +242,25 @@ class Transaction:
         """Write one snapshot; retry lost snapshot-id races; fail on logical conflicts."""
         if isinstance(commit_extra_info, dict):
             commit_extra_info = json.dumps(commit_extra_info, sort_keys=True, default=str)
+        faults.reach("files_published")
+        self._dropped.clear()
         attempt = 0
         while True:
             try:
                 snapshot = self._attempt(author, commit_message, commit_extra_info)
+            except _CommitDropped as exc:
+                if attempt >= max_retry_count:
+                    self.discard_files()
+                    raise CatalogConnectionError(
+                        f"the catalog connection failed while committing, {attempt + 1} times "
+                        f"({_first_line(exc.__cause__ or exc)}); none of the attempts landed, "
+                        "so nothing was committed. Check the catalog server and rerun."
+                    ) from exc.__cause__
+                log.warning("the catalog connection failed during COMMIT (%s); the commit did "
+                            "not land, retrying", _first_line(exc.__cause__ or exc))
+                self._wait(attempt, retry_wait_ms, retry_backoff)
+                attempt += 1
+                continue
             except (IntegrityError, OperationalError) as exc:
                 if not _retryable(exc) or attempt >= max_retry_count:
                     self.discard_files()
@@ -256,18 +274,26 @@ class Transaction:
                         f"the catalog rejected the commit: {_first_line(exc)}; the lake is "
                         "unchanged"
                     ) from exc
-                wait = retry_wait_ms * random.uniform(0.5, 1.0) * retry_backoff**attempt
-                log.debug("commit attempt %d lost a race (%s); retrying in %.0f ms",
-                          attempt, _first_line(exc), wait)
-                time.sleep(wait / 1000.0)
+                log.debug("commit attempt %d lost a race (%s); retrying",
+                          attempt, _first_line(exc))
+                self._wait(attempt, retry_wait_ms, retry_backoff)
                 attempt += 1
                 continue
             except (CommitConflictError, AlreadyExistsError, NotFoundError,
                     InvalidArgumentError):
                 self.discard_files()
                 raise
+            except CommitUnknownError:
+                self.files_written.clear()  # the snapshot may reference them: keep them
+                raise
             except DBAPIError as exc:
                 self.discard_files()
+                if _permission_denied(exc):
+                    raise CommitFailedError(
+                        f"the catalog refused the write: {_first_line(exc)}. This role may read "
+                        "the lake but not write to it (see README, Access control); nothing "
+                        "was committed"
+                    ) from exc
                 raise CatalogConnectionError(
                     f"the catalog failed during the commit: {_first_line(exc)}; nothing was "
                     "committed"
@@ -277,6 +303,11 @@ class Transaction:
                 raise
             self.result = snapshot
             return snapshot
+
+    @staticmethod
+    def _wait(attempt: int, retry_wait_ms: float, retry_backoff: float) -> None:
+        wait = retry_wait_ms * random.uniform(0.5, 1.0) * retry_backoff**attempt
+        time.sleep(wait / 1000.0)
 
     def discard_files(self) -> None:
         """Remove files written for a commit that certainly did not land."""
@@ -290,51 +321,117 @@ class Transaction:
         self, author: str | None, message: str | None, extra: str | None
     ) -> Snapshot:
         lake = self.lake
-        with lake.write() as conn:
-            latest = lake.latest_snapshot(conn)
-            if latest.snapshot_id != self.base.snapshot_id:
-                self._check_conflicts(conn, latest)
-            now = datetime.now(timezone.utc)
-            ctx = CommitContext(
-                lake=lake, conn=conn, base=self.base, latest=latest,
-                snapshot_id=latest.snapshot_id + 1, schema_version=latest.schema_version,
-                next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
-                now=now,
-            )
-            # Claim the snapshot id first, as DuckDB does, so a racing writer fails early.
-            ctx.exec(
-                f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:sid, :t, :sv, :nc, :nf)",
-                {"sid": ctx.snapshot_id, "t": lake.encode_time(now), "sv": latest.schema_version,
-                 "nc": latest.next_catalog_id, "nf": latest.next_file_id},
-            )
-            try:
+        ctx: CommitContext | None = None
+        sent: _Sent | None = None
+        try:
+            with lake.write() as conn:
+                lake.check_version(conn)
+                latest = lake.latest_snapshot(conn)
+                landed = self._landed_earlier(conn, latest)
+                if landed is not None:
+                    return landed
+                if latest.snapshot_id != self.base.snapshot_id:
+                    self._check_conflicts(conn, latest)
+                backend = _backend_pid(conn, lake.dialect)
+                now = datetime.now(timezone.utc)
+                ctx = CommitContext(
+                    lake=lake, conn=conn, base=self.base, latest=latest,
+                    snapshot_id=latest.snapshot_id + 1, schema_version=latest.schema_version,
+                    next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
+                    now=now,
+                )
+                # Claim the snapshot id first, as DuckDB does, so a racing writer fails early.
+                ctx.exec(
+                    f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:sid, :t, :sv, :nc, :nf)",
+                    {"sid": ctx.snapshot_id, "t": lake.encode_time(now),
+                     "sv": latest.schema_version, "nc": latest.next_catalog_id,
+                     "nf": latest.next_file_id},
+                )
                 for _, op in sorted(self._ops, key=lambda item: item[0]):
                     op(ctx)
-            except BaseException:
+                for tid in ctx.schema_version_rows:
+                    ctx.exec(
+                        f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:s, :v, :t)",
+                        {"s": ctx.snapshot_id, "v": ctx.schema_version, "t": tid},
+                    )
+                ctx.exec(
+                    f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :sv, "
+                    "next_catalog_id = :nc, next_file_id = :nf WHERE snapshot_id = :sid",
+                    {"sv": ctx.schema_version, "nc": ctx.next_catalog_id,
+                     "nf": ctx.next_file_id, "sid": ctx.snapshot_id},
+                )
+                changes = ",".join(t for _, t in sorted(ctx.changes, key=lambda c: c[0])) or None
+                ctx.exec(
+                    f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES "
+                    "(:sid, :c, :a, :m, :e)",
+                    {"sid": ctx.snapshot_id, "c": changes, "a": author, "m": message,
+                     "e": extra},
+                )
+                sent = _Sent(Snapshot(ctx.snapshot_id, now, ctx.schema_version,
+                                      ctx.next_catalog_id, ctx.next_file_id, changes, author,
+                                      message, extra), backend)
+                # Leaving the block sends COMMIT; from here on a failure may hide a commit
+                # that landed. (Injected faults stand in for a failing COMMIT.)
+                faults.reach("catalog_transaction", conn=conn)
+        except BaseException as exc:
+            if sent is not None and isinstance(exc, DBAPIError):
+                landed = self._check_landed(sent, exc)
+                if landed is not None:
+                    return landed
+                self._dropped.append(sent.snapshot)
+                if ctx is not None:
+                    for undo in ctx.on_failure:
+                        undo()
+                raise _CommitDropped() from exc
+            if ctx is not None:
                 for undo in ctx.on_failure:
                     undo()
-                raise
-            for tid in ctx.schema_version_rows:
-                ctx.exec(
-                    f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:s, :v, :t)",
-                    {"s": ctx.snapshot_id, "v": ctx.schema_version, "t": tid},
-                )
-            ctx.exec(
-                f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :sv, "
-                "next_catalog_id = :nc, next_file_id = :nf WHERE snapshot_id = :sid",
-                {"sv": ctx.schema_version, "nc": ctx.next_catalog_id, "nf": ctx.next_file_id,
-                 "sid": ctx.snapshot_id},
-            )
-            changes = ",".join(t for _, t in sorted(ctx.changes, key=lambda c: c[0])) or None
-            ctx.exec(
-                f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES "
-                "(:sid, :c, :a, :m, :e)",
-                {"sid": ctx.snapshot_id, "c": changes, "a": author, "m": message, "e": extra},
-            )
+            raise
         for hook in ctx.after_commit:
             hook()
-        return Snapshot(ctx.snapshot_id, now, ctx.schema_version, ctx.next_catalog_id,
-                        ctx.next_file_id, changes, author, message, extra)
+        return sent.snapshot
+
+    # ------------------------------------------------------------------ ambiguous commits
+    def _check_landed(self, sent: _Sent, exc: BaseException) -> Snapshot | None:
+        """After the connection failed during COMMIT: did our snapshot land?
+
+        A fresh connection looks for the snapshot by its fingerprint (id, microsecond time,
+        ids after the commit, changes and commit info: no other writer produces the same).
+        On PostgreSQL the old server process must be gone first, or a COMMIT still in
+        flight could land after we looked. Raises :class:`CommitUnknownError` when the
+        catalog cannot be asked.
+        """
+        lake = self.lake
+        deadline = time.monotonic() + AMBIGUOUS_CHECK_SECONDS
+        last: BaseException = exc
+        while time.monotonic() < deadline:
+            try:
+                with lake.read() as conn:
+                    if sent.backend is not None and _backend_alive(conn, sent.backend):
+                        raise _StillRunning()
+                    if _fingerprint_found(lake, conn, sent.snapshot):
+                        log.warning("the catalog connection failed during COMMIT (%s), but "
+                                    "snapshot %d landed", _first_line(exc),
+                                    sent.snapshot.snapshot_id)
+                        return sent.snapshot
+                    return None
+            except (_StillRunning, CatalogConnectionError, DBAPIError) as retry:
+                last = retry
+                time.sleep(0.2)
+        raise CommitUnknownError(
+            f"the catalog connection failed during COMMIT of snapshot "
+            f"{sent.snapshot.snapshot_id} ({_first_line(exc)}), and whether it landed cannot "
+            f"be checked ({_first_line(last)}). Its files were kept. Look at the lake's "
+            "latest snapshots (ducklake_snapshots()) before writing again."
+        ) from exc
+
+    def _landed_earlier(self, conn: Connection, latest: Snapshot) -> Snapshot | None:
+        """A snapshot of an earlier attempt whose COMMIT outcome was unclear, if it landed."""
+        for snapshot in self._dropped:
+            if snapshot.snapshot_id <= latest.snapshot_id and \
+                    _fingerprint_found(self.lake, conn, snapshot):
+                return snapshot
+        return None
 
     def _check_conflicts(self, conn: Connection, latest: Snapshot) -> None:
         lake = self.lake
@@ -384,6 +481,58 @@ class Transaction:
 
 
 # ---------------------------------------------------------------------------------- helpers
+AMBIGUOUS_CHECK_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A snapshot whose COMMIT was sent, and the PostgreSQL server process that sent it."""
+
+    snapshot: Snapshot
+    backend: int | None
+
+
+class _CommitDropped(Exception):
+    """The connection failed during COMMIT and the snapshot certainly did not land."""
+
+
+class _StillRunning(Exception):
+    """The server process of a dropped connection has not exited yet."""
+
+
+def _backend_pid(conn: Connection, dialect: str) -> int | None:
+    if dialect != "postgresql":
+        return None  # SQLite: a failed COMMIT is rolled back by the same process
+    return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
+def _backend_alive(conn: Connection, pid: int) -> bool:
+    row = conn.execute(text("SELECT 1 FROM pg_stat_activity WHERE pid = :p"), {"p": pid})
+    return row.first() is not None
+
+
+def _fingerprint_found(lake: Lake, conn: Connection, snapshot: Snapshot) -> bool:
+    row = conn.execute(
+        text(lake._snapshot_select() + " WHERE s.snapshot_id = :sid"),
+        {"sid": snapshot.snapshot_id},
+    ).first()
+    if row is None:
+        return False
+    found = lake._snapshot(row)
+    return (found.snapshot_time, found.schema_version, found.next_catalog_id,
+            found.next_file_id, found.changes_made, found.author, found.commit_message,
+            found.commit_extra_info) == (
+        snapshot.snapshot_time, snapshot.schema_version, snapshot.next_catalog_id,
+        snapshot.next_file_id, snapshot.changes_made, snapshot.author,
+        snapshot.commit_message, snapshot.commit_extra_info)
+
+
+def _permission_denied(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return "permission denied" in msg or "insufficient privilege" in msg or \
+        "attempt to write a readonly database" in msg
+
+
 def _retryable(exc: BaseException) -> bool:
     msg = str(exc).lower()
     return any(word in msg for word in ("primary key", "unique", "conflict", "concurrent",

@@ -49,3 +49,11 @@ class DataFileError(DuckLakeError):
 
 class InvalidArgumentError(DuckLakeError):
     """A caller passed a value the lake does not accept."""
+
+
+class CommitUnknownError(DuckLakeError):
+    """The catalog connection failed during COMMIT and the outcome could not be checked.
+
+    The snapshot may or may not have landed; its files are kept so that it stays readable if
+    it did. Look at the latest snapshots before writing again.
+    """

@@ -72,9 +72,13 @@ def read_footer(path: str) -> tuple[pq.FileMetaData, int, int]:
 def write_table(path: str, table: pa.Table) -> tuple[int, int]:
     """Write a small Parquet file (delete files); returns (file size, footer size)."""
     fs, inner = filesystem(path)
-    fs.create_dir(os.path.dirname(inner), recursive=True)
-    with fs.open_output_stream(inner) as out:
-        pq.write_table(table, out, compression="snappy")
+    try:
+        fs.create_dir(os.path.dirname(inner), recursive=True)
+        with fs.open_output_stream(inner) as out:
+            pq.write_table(table, out, compression="snappy")
+    except (OSError, pa.ArrowException) as exc:
+        remove_file(path)
+        raise DataFileError(f"cannot write {path}: {exc}; nothing was committed") from exc
     _, size, footer = read_footer(path)
     return size, footer
 

@@ -9,6 +9,7 @@ file and no staging directory outlives the call.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, NullType
 
+from ..lake import faults
 from ..lake import files as lake_files
 from ..lake import stats as lake_stats
 from ..lake.commit import NameMappingSpec, NewDataFile, uuid7
 from ..lake.delete_files import ROW_ID_COLUMN, ROW_ID_FIELD_ID
-from ..lake.errors import SchemaMismatchError
+from ..lake.errors import DataFileError, SchemaMismatchError
 from ..lake.models import ColumnInfo
 from ..lake.parquet_footer import set_field_ids
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
@@ -228,7 +230,16 @@ class StagedWrite:
             if keys:  # hive-style layout, as DuckDB writes partitioned tables
                 name = hive_directory(keys, values) + name
             target = table_dir + name
-            _hadoop_rename(self.spark, path, target)
+            try:
+                _hadoop_rename(self.spark, path, target)
+            except Exception as exc:
+                for done in paths:
+                    _hadoop_delete(self.spark, done)
+                self.discard()
+                storage = storage_error(exc, table_dir)
+                if storage is None:
+                    raise
+                raise storage from exc
             paths.append(target)
             out.append(NewDataFile(
                 path=name, record_count=metadata.num_rows, file_size_bytes=size,
@@ -274,8 +285,11 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
             writer = writer.partitionBy(PARTITION_COLUMN)
         writer.parquet(staging)
         values = observation.get
-    except BaseException:
+    except BaseException as exc:
         _hadoop_delete(spark, staging)
+        storage = storage_error(exc, table_dir)
+        if storage is not None:
+            raise storage from exc
         raise
     violations = {c.column_name: int(values.get(f"null_{c.column_id}") or 0) for c in required}
     violations = {k: v for k, v in violations.items() if v}
@@ -309,6 +323,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     except BaseException:
         staged.discard()
         raise
+    faults.reach("files_staged")
     return staged
 
 
@@ -317,6 +332,41 @@ def _partition_values(path: str, keys: Sequence[PartitionKey]) -> tuple[str | No
     names = list(dict.fromkeys(k.column.column_name for k in keys))
     row = lake_files.first_row(path, names)
     return tuple(partition_value(k, row[k.column.column_name]) for k in keys)
+
+
+# ---------------------------------------------------------------------------------- errors
+# Messages of the operating system's and Hadoop's storage errors, as they appear (in some
+# cause) of Spark's job failure, and what each means for the user.
+STORAGE_ERRORS = (
+    ("No space left on device", "the data path is full (no space left on device)"),
+    ("Disk quota exceeded", "the data path is over its disk quota"),
+    ("Read-only file system", "the data path is on a read-only file system"),
+    ("Permission denied", "permission denied on the data path"),
+    ("AccessDenied", "the object store denied access to the data path"),
+    ("Mkdirs failed", "cannot create directories under the data path"),
+)
+
+
+def storage_error(exc: BaseException, table_dir: str) -> DataFileError | None:
+    """A clear :class:`DataFileError` for a write that failed on storage, else ``None``.
+
+    Spark reports a failed write as a job abort whose first line names neither the path nor
+    the cause; the cause is in the JVM's stack trace text.
+    """
+    text = str(exc)
+    for needle, meaning in STORAGE_ERRORS:
+        at = text.lower().find(needle.lower())
+        if at < 0:
+            continue
+        detail = text[at:].splitlines()[0][:300]
+        local = lake_files.strip_scheme(table_dir)
+        if lake_files.is_local(local) and os.path.isdir(local) and \
+                not os.access(local, os.W_OK):
+            meaning = "the data path is not writable (read-only file system or permissions)"
+        return DataFileError(
+            f"cannot write Parquet files under {table_dir}: {meaning} ({detail}). "
+            "Nothing was committed; the lake is unchanged.")
+    return None
 
 
 # ---------------------------------------------------------------------------------- hadoop fs

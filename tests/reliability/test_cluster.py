@@ -1,0 +1,154 @@
+"""Scale-out: ``integration_project`` on a Spark standalone cluster gives what a local run gives.
+
+The test starts a master and two workers on loopback from the Spark that pyspark ships
+(``bin/spark-class``), builds the project once with ``master: spark://127.0.0.1:<port>`` and
+once with the default ``local[*]``, each on its own lake under a data path that driver and
+executors share (the local disk), and compares every table of both lakes through DuckDB.
+It skips, saying why, only when the cluster does not come up on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+from conftest import duckdb_connect
+from oracle import duck_rows
+from reliability.support import REPO, child_env
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SPARK_CLASS = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+PROJECT = Path(REPO) / "integration_project"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_in_log(path: Path, needle: str, count: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text(errors="replace").count(needle) >= count:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[tuple[str, Path]]:  # noqa: ANN001
+    """``spark://127.0.0.1:<port>`` of a master with two registered workers, and the
+    workers' directory (one subdirectory per application and executor)."""
+    base = tmp_path_factory.mktemp("cluster")
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    env = child_env(SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(base / "work"),
+                    SPARK_LOG_DIR=str(base), SPARK_NO_DAEMONIZE="1")
+    procs: list[subprocess.Popen] = []
+    master_log = base / "master.log"
+
+    def start(log: Path, *args: str) -> None:
+        handle = open(log, "w")  # noqa: SIM115 - kept open while the process runs
+        procs.append(subprocess.Popen([SPARK_CLASS, *args], env=env, stdout=handle,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start(master_log, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+              "--port", str(port), "--webui-port", str(free_port()))
+        if not wait_in_log(master_log, "I have been elected leader", 1, 120):
+            pytest.skip("the Spark standalone master did not start on this machine: "
+                        + master_log.read_text(errors="replace")[-1500:])
+        for i in (1, 2):
+            start(base / f"worker{i}.log", "org.apache.spark.deploy.worker.Worker",
+                  "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
+                  "--webui-port", str(free_port()), url)
+        if not wait_in_log(master_log, "Registering worker", 2, 120):
+            pytest.skip("the Spark standalone workers did not register on this machine: "
+                        + master_log.read_text(errors="replace")[-1500:])
+        yield url, base / "work"
+    finally:
+        for proc in procs:  # only the processes this fixture started, by their group
+            try:
+                os.killpg(proc.pid, 15)
+                proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, 9)
+
+
+PROFILE = """\
+ducklake_shop:
+  target: dev
+  outputs:
+    dev:
+      type: ducklake
+      catalog: sqlite:///{lake}/catalog.sqlite
+      data_path: {lake}/data/
+      schema: shop
+      threads: 2
+      master: "{master}"
+      spark_conf:
+{conf}
+"""
+
+
+def build(tmp: Path, name: str, master: str, conf: dict[str, str]) -> Path:
+    """Copy the project, run ``dbt build`` in a new process; returns the lake directory."""
+    project = tmp / name
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("lake", "target", "logs"))
+    lake = tmp / f"{name}-lake"
+    lines = "\n".join(f"        {k}: \"{v}\"" for k, v in conf.items()) or "        {}"
+    (project / "profiles.yml").write_text(PROFILE.format(lake=lake, master=master, conf=lines))
+    proc = subprocess.run(
+        [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
+         "--profiles-dir", str(project)],
+        capture_output=True, text=True, env=child_env(), timeout=1500)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return lake
+
+
+def test_integration_project_on_a_cluster_equals_the_local_run(cluster, tmp_path):  # noqa: ANN001
+    conf = {
+        "spark.cores.max": "2",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "512m",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "4",
+        # executors run Python (UDFs, Python models) with this interpreter and package
+        "spark.executorEnv.PYTHONPATH": REPO,
+        "spark.pyspark.python": sys.executable,
+    }
+    url, work = cluster
+    on_cluster = build(tmp_path, "cluster", url, conf)
+    executors = [p for p in work.glob("app-*/*") if p.is_dir()]
+    assert len(executors) >= 2, f"the build did not run executors on both workers: {executors}"
+    local = build(tmp_path, "local", "local[2]", {})
+    duck = duckdb_connect()
+    for alias, lake in (("c", on_cluster), ("l", local)):
+        duck.execute(f"ATTACH 'ducklake:sqlite:{lake}/catalog.sqlite' AS {alias} "
+                     f"(DATA_PATH '{lake}/data/')")
+    tables = duck.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'l' "
+        "ORDER BY ALL").fetchall()
+    assert len(tables) >= 8, tables
+    cluster_tables = duck.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'c' "
+        "ORDER BY ALL").fetchall()
+    assert cluster_tables == tables
+    for schema, table in tables:
+        name = f'"{schema}"."{table}"'
+        assert duck_rows(duck, f"SELECT * FROM c.{name}") == \
+            duck_rows(duck, f"SELECT * FROM l.{name}"), name
+    # the executors wrote Parquet files (not only inlined rows) into the shared data path
+    files = duck.execute("SELECT count(*) FROM __ducklake_metadata_c.main.ducklake_data_file"
+                         ).fetchone()[0]
+    assert files > 0
