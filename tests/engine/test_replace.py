@@ -171,3 +171,13 @@ def test_add_column_varchar_and_defaults(lake, duck, engine):  # noqa: ANN001
     assert duck_rows(duck, "SELECT c FROM lake.t WHERE a = 3") == [("dummy",)]
     with pytest.raises(Exception, match="must be a constant"):
         engine.execute("ALTER TABLE `main.t` ADD COLUMN d timestamp default now()")
+
+
+def test_comment_on_table(lake, duck, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` AS SELECT 1 AS a")
+    engine.execute("COMMENT ON TABLE `main.t` IS 'orders, one row each'")
+    assert duck_rows(duck, "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' "
+                           "AND table_name = 't'") == [("orders, one row each",)]
+    engine.execute("COMMENT ON TABLE main.t IS NULL")
+    assert duck_rows(duck, "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' "
+                           "AND table_name = 't'") == [(None,)]

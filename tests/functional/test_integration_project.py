@@ -41,7 +41,8 @@ MARTS = {  # table name -> materialization language
     "customer_segments": "python",
 }
 SEEDS = {"customers", "products", "orders", "order_items"}
-INCREMENTAL = {"daily_product_sales", "order_events"}  # merge on a composite key; microbatch
+# merge on a composite key; microbatch; a change-driven append of daily_product_sales' feed
+INCREMENTAL = {"daily_product_sales", "order_events", "sales_corrections"}
 SNAPSHOTS = {"orders_snapshot"}  # dbt snapshot of the orders seed, in shop_snapshots
 VIEWS = {
     ("shop_staging", "stg_customers"),
@@ -467,3 +468,29 @@ def test_microbatch_model_loads_every_order(shop: Shop, duck) -> None:  # noqa: 
     first = duck.execute("SELECT count(*) FROM lake.shop.order_events AT (VERSION => "
                          f"{shop.first.version})").fetchone()[0]
     assert (first, len(rows)) == (50, 53)
+
+
+def test_change_driven_model_sees_each_change_once(shop: Shop, duck) -> None:  # noqa: ANN001
+    feed = duck_rows(duck, "SELECT change_type, order_date, product_id, revenue FROM "
+                           "ducklake_table_changes('lake', 'shop', 'daily_product_sales', 0, "
+                           f"{shop.second.version}) "
+                           "WHERE change_type IN ('insert', 'update_postimage', 'delete')")
+    log = duck_rows(duck, "SELECT change_type, order_date, product_id, revenue "
+                          "FROM lake.shop.sales_corrections")
+    assert log == feed
+    assert any(kind == "update_postimage" for kind, *_ in log)
+
+
+def test_time_travel_analysis(shop: Shop) -> None:
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke([
+        "show", "--select", "revenue_since_snapshot", "--project-dir", str(shop.project),
+        "--profiles-dir", str(shop.project), "--vars",
+        json.dumps({"compare_version": shop.first.version}), "--output", "json"])
+    assert result.success, result.exception
+    rows = result.result.results[0].agate_table.rows
+    # The second build added 2025-03-18 and changed 2025-03-16 (a cancelled order).
+    days = {str(r["order_date"]): r for r in rows}
+    assert "2025-03-18" in days and days["2025-03-18"]["revenue_before"] is None
+    assert "2025-03-16" in days and days["2025-03-16"]["change"] < 0

@@ -1,6 +1,7 @@
 -- Units and revenue per day and product, kept incrementally with MERGE on a composite key.
 -- Orders change status for a few days after they are placed (placed -> shipped, or
--- cancelled), so every run re-merges the last `sales_lookback_days` days and adds new ones.
+-- cancelled), so every run re-merges the last `sales_lookback_days` days and adds new ones;
+-- matched_condition updates only the rows whose figures changed.
 -- Each run is one DuckLake snapshot; DuckDB's table_changes shows the re-merged rows as
 -- update_preimage/update_postimage pairs.
 {{ config(
@@ -8,6 +9,10 @@
     incremental_strategy='merge',
     unique_key=['order_date', 'product_id'],
     on_schema_change='append_new_columns',
+    matched_condition='not (DBT_INTERNAL_SOURCE.orders <=> DBT_INTERNAL_DEST.orders
+                            and DBT_INTERNAL_SOURCE.units <=> DBT_INTERNAL_DEST.units
+                            and DBT_INTERNAL_SOURCE.revenue <=> DBT_INTERNAL_DEST.revenue
+                            and DBT_INTERNAL_SOURCE.lost_revenue <=> DBT_INTERNAL_DEST.lost_revenue)',
 ) }}
 
 select

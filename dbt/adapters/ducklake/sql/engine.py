@@ -575,6 +575,21 @@ class Engine:
         value = df.collect()[0]["v"]
         return None if value is None else str(value)
 
+    def _on_CommentOnTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
+        """COMMENT ON TABLE t IS '...' | NULL: DuckLake's ``comment`` tag (DuckDB shows it)."""
+        name = self._name(_parts(plan.table()))
+        comment = plan.comment() or None  # Spark's parser gives '' for IS NULL: no comment
+        tx = Transaction(self.lake.lake)
+        if self._exists(name) == "view":
+            view = next(v for v in self.lake.lake.views(name.schema)
+                        if v.view_name.lower() == name.name.lower())
+            tables.set_comment(tx, TableRef(0), comment, view_id=view.view_id)
+        else:
+            table = self.lake.lake.table(name.schema, name.name)
+            tables.set_comment(tx, TableRef(table.table_id), comment)
+        snapshot = self._commit(tx, "COMMENT")
+        return StatementResult("COMMENT", snapshot=snapshot)
+
     def _on_AlterColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         """ALTER COLUMN: SET/DROP NOT NULL (checked against the data), TYPE, COMMENT."""
         name = self._name(_parts(plan.table()))
