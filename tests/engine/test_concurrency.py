@@ -31,7 +31,8 @@ def before_commit(monkeypatch, lake, action):  # noqa: ANN001, ANN201
 
 
 def test_concurrent_inserts_all_land(spark, lake, lake_target):  # noqa: ANN001
-    table = lake.create_table("main.events", spark.createDataFrame([(0, "seed")], "id long, src string"))
+    table = lake.create_table("main.events",
+                              spark.createDataFrame([(0, "seed")], "id long, src string"))
     errors: list[BaseException] = []
 
     # DuckDB runs in its own process, as it would in production: two SQLite libraries in one
@@ -39,10 +40,10 @@ def test_concurrent_inserts_all_land(spark, lake, lake_target):  # noqa: ANN001
     # locked" (it cannot wait while upgrading a read lock), so its writer retries, as a DuckDB
     # user sharing a SQLite catalog must.
     script = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})\n"
         "from conftest import duckdb_connect\n"
         "con = duckdb_connect()\n"
-        "con.execute(%r)\n"
+        f"con.execute({lake_target.duckdb_attach!r})\n"
         "import time\n"
         "for i in range(1, 16):\n"
         "    for attempt in range(50):\n"
@@ -52,7 +53,7 @@ def test_concurrent_inserts_all_land(spark, lake, lake_target):  # noqa: ANN001
         "        except Exception as exc:\n"
         "            if 'database is locked' not in str(exc): raise\n"
         "            time.sleep(0.05)\n"
-    ) % (os.path.dirname(os.path.dirname(__file__)), lake_target.duckdb_attach)
+    )
 
     def duckdb_writer() -> None:
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 from conftest import duckdb_connect
-from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
 

@@ -64,7 +64,8 @@ class DuckLakeCredentials(Credentials):
         version = data.get("snapshot_version")
         if version is not None and (not isinstance(version, int) or version < 0):
             raise DbtRuntimeError(
-                f"snapshot_version must be a snapshot id (a non-negative integer), got {version!r}")
+                "snapshot_version must be a snapshot id (a non-negative integer), got "
+                f"{version!r}")
         if data.get("snapshot_time") is not None:
             if version is not None:
                 raise DbtRuntimeError(

@@ -259,7 +259,7 @@ class Lake:
             raise CatalogConnectionError(
                 f"cannot read the DuckLake catalog {self.target.display}: {_first_line(exc)}"
             ) from exc
-        return {k: v for k, v in rows}
+        return dict(rows)
 
     def _initialise(self, data_path: str) -> None:
         """Create the 28 tables and snapshot 0 in one transaction, as DuckDB does."""

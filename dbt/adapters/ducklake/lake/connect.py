@@ -74,7 +74,7 @@ def parse_catalog(catalog: str, base_dir: str | None = None) -> CatalogTarget:
                 {},
                 url.render_as_string(hide_password=True),
             )
-    if text.startswith("postgres:") or text.startswith("postgresql:"):
+    if text.startswith(("postgres:", "postgresql:")):
         from psycopg.conninfo import conninfo_to_dict
 
         conninfo = text.split(":", 1)[1]
@@ -85,7 +85,8 @@ def parse_catalog(catalog: str, base_dir: str | None = None) -> CatalogTarget:
                 f"catalog {catalog!r}: cannot parse the libpq connection string: {exc}"
             ) from exc
         shown = " ".join(f"{k}={v}" for k, v in args.items() if k != "password")
-        return CatalogTarget("postgresql+psycopg://", "postgresql", dict(args), f"postgres:{shown}")
+        return CatalogTarget("postgresql+psycopg://", "postgresql", dict(args),
+                             f"postgres:{shown}")
     scheme = text.split(":", 1)[0] if ":" in text else text
     raise CatalogConnectionError(
         f"catalog {catalog!r}: unknown catalog scheme {scheme!r}; use one of {ACCEPTED_FORMS}"

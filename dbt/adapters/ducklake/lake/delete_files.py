@@ -62,7 +62,7 @@ def delete(
     inlined_row_ids: Sequence[int] = (),
 ) -> None:
     """Stage a DELETE: ``positions`` maps data file id -> row positions in that file."""
-    positions = {fid: sorted(set(int(p) for p in pos)) for fid, pos in positions.items() if pos}
+    positions = {fid: sorted({int(p) for p in pos}) for fid, pos in positions.items() if pos}
     if not positions and not inlined_row_ids:
         return
     tx.touch_data_files(list(positions))
