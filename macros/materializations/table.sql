@@ -13,13 +13,24 @@
     {{ adapter.drop_relation(existing_relation) }}
   {%- endif -%}
 
+  {{ ducklake_build_table(target_relation, compiled_code, language) }}
+
+  {% do persist_docs(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+{#- CREATE OR REPLACE TABLE for the `table` materialization and an incremental model's first
+    build: a contract's columns are checked first, and its NOT NULL columns are checked against
+    the data and set in the same snapshot as the data, or nothing lands. -#}
+{% macro ducklake_build_table(target_relation, compiled_code, language) -%}
   {%- if config.get('contract').enforced and language == 'sql' -%}
     {{ get_assert_columns_equivalent(sql) }}
   {%- endif -%}
-
   {%- set not_null = ducklake_not_null_columns() if config.get('contract').enforced else [] -%}
   {%- if not_null and language == 'sql' -%}
-    {#- The NOT NULL check and the new data land in the same snapshot, or nothing lands. -#}
     {%- set response = adapter.ducklake_replace_table(target_relation, get_select_subquery(compiled_code), not_null, config.get('sql_header', none), ducklake_partition_by()) -%}
     {%- call noop_statement('main', response, response) -%}
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
@@ -29,13 +40,7 @@
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
     {%- endcall -%}
   {%- endif -%}
-
-  {% do persist_docs(target_relation, model) %}
-  {{ run_hooks(post_hooks) }}
-  {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
-
-  {{ return({'relations': [target_relation]}) }}
-{% endmaterialization %}
+{%- endmacro %}
 
 {% macro ducklake_not_null_columns() -%}
   {%- set not_null = [] -%}

@@ -18,10 +18,12 @@
     {%- if existing_relation is not none and existing_relation.is_view -%}
       {{ adapter.drop_relation(existing_relation) }}
     {%- endif -%}
-    {%- call statement('main', language=language) -%}
-      {{ create_table_as(False, target_relation, compiled_code, language) }}
-    {%- endcall -%}
+    {{ ducklake_build_table(target_relation, compiled_code, language) }}
   {%- else -%}
+    {%- if config.get('contract').enforced and language == 'sql' -%}
+      {#- The table's NOT NULL columns reject NULLs on every write; the columns are checked here. -#}
+      {{ get_assert_columns_equivalent(sql) }}
+    {%- endif -%}
     {%- set partition_by = ducklake_partition_by() -%}
     {%- if partition_by -%}
       {#- A changed spec lays out new files only (no rewrite); an unchanged one commits nothing. -#}

@@ -10,9 +10,6 @@
   {%- if config.get('merge_update_columns') and config.get('merge_exclude_columns') -%}
     {% do exceptions.raise_compiler_error("Model cannot specify merge_update_columns and merge_exclude_columns. Please update model to use only one config") %}
   {%- endif -%}
-  {%- if config.get('contract').enforced -%}
-    {% do exceptions.raise_compiler_error("Model contracts are not enforced on ducklake incremental models yet; use materialized='table' for a contracted model, or set contract: {enforced: false}") %}
-  {%- endif -%}
   {%- set on_schema_change = config.get('on_schema_change', 'ignore') -%}
   {%- set schema_modes = ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] -%}
   {%- if on_schema_change not in schema_modes -%}

@@ -123,9 +123,6 @@ from dbt.tests.util import run_dbt
 
 pytestmark = [pytest.mark.spark]
 
-INCREMENTAL = ("contracts on incremental models are not enforced yet: the incremental "
-               "materialization refuses contract.enforced with a clear error")
-SNAPSHOTS = "snapshots are a separate feature"
 
 
 # ====================================================================== persist_docs
@@ -664,9 +661,14 @@ class TestViewConstraintsColumnsEqual(_SparkTypes, BaseViewConstraintsColumnsEqu
         }
 
 
-@pytest.mark.skip(reason=INCREMENTAL)
 class TestIncrementalConstraintsColumnsEqual(_SparkTypes, BaseIncrementalConstraintsColumnsEqual):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "my_model_wrong_order.sql": constraint_fixtures.my_model_incremental_wrong_order_sql,
+            "my_model_wrong_name.sql": constraint_fixtures.my_model_incremental_wrong_name_sql,
+            "constraints_schema.yml": _constraints_yml,
+        }
 
 
 class TestTableConstraintsRuntimeDdlEnforcement(BaseConstraintsRuntimeDdlEnforcement):
@@ -683,11 +685,21 @@ class TestTableConstraintsRuntimeDdlEnforcement(BaseConstraintsRuntimeDdlEnforce
         return _expected_ctas
 
 
-@pytest.mark.skip(reason=INCREMENTAL)
 class TestIncrementalConstraintsRuntimeDdlEnforcement(
     BaseIncrementalConstraintsRuntimeDdlEnforcement
 ):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "my_model.sql":
+                constraint_fixtures.my_model_incremental_wrong_order_depends_on_fk_sql,
+            "foreign_key_model.sql": constraint_fixtures.foreign_key_model_sql,
+            "constraints_schema.yml": _fk_constraints_yml,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_sql(self):  # noqa: ANN201
+        return _expected_ctas
 
 
 class TestTableConstraintsRollback(BaseConstraintsRollback):
@@ -703,9 +715,17 @@ class TestTableConstraintsRollback(BaseConstraintsRollback):
         return ["NOT NULL", "id"]
 
 
-@pytest.mark.skip(reason=INCREMENTAL)
 class TestIncrementalConstraintsRollback(BaseIncrementalConstraintsRollback):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "my_model.sql": constraint_fixtures.my_incremental_model_sql,
+            "constraints_schema.yml": _constraints_yml,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):  # noqa: ANN201
+        return ["NOT NULL", "id"]
 
 
 class TestTableContractSqlHeader(BaseTableContractSqlHeader):
@@ -726,9 +746,20 @@ select tz as column_name from header_tz
         }
 
 
-@pytest.mark.skip(reason=INCREMENTAL)
 class TestIncrementalContractSqlHeader(BaseIncrementalContractSqlHeader):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "my_model_contract_sql_header.sql": """
+{{ config(materialized = "incremental", on_schema_change="append_new_columns") }}
+{% call set_sql_header(config) %}
+create or replace temporary view header_tz as select 'Asia/Kolkata' as tz;
+{%- endcall %}
+select tz as column_name from header_tz
+""",
+            "constraints_schema.yml":
+                constraint_fixtures.model_contract_header_schema_yml.replace("text", "string"),
+        }
 
 
 class TestModelConstraintsRuntimeEnforcement(BaseModelConstraintsRuntimeEnforcement):
@@ -772,7 +803,6 @@ from
 """
 
 
-@pytest.mark.skip(reason=INCREMENTAL)
 class TestIncrementalForeignKeyConstraint(BaseIncrementalForeignKeyConstraint):
     pass
 
