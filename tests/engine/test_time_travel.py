@@ -15,14 +15,6 @@ from dbt.adapters.ducklake.sql.views import ViewRegistry, parse_name
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(autouse=True)
-def no_stale_views(spark):  # noqa: ANN001, ANN201
-    """Temp views live in the shared SparkSession; drop those an earlier test's lake left."""
-    for table in spark.catalog.listTables():
-        if table.isTemporary:
-            spark.catalog.dropTempView(table.name)
-
-
 @pytest.fixture
 def engine(spark, lake):  # noqa: ANN001, ANN201
     return Engine(spark, lake, ViewRegistry(spark, lake))
