@@ -33,21 +33,25 @@ def latest(duck) -> int:  # noqa: ANN001
     return duck.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
 
 
-def catalog_rows(duck, sql: str) -> list:  # noqa: ANN001
-    return duck.execute(sql.replace("{m}", "__ducklake_metadata_lake")).fetchall()
+def catalog_rows(lake, sql: str) -> list:  # noqa: ANN001
+    """Rows of a query over the catalog tables (``{m}.`` = the metadata schema)."""
+    from sqlalchemy import text
+
+    with lake.lake.read() as conn:
+        return [tuple(r) for r in conn.execute(text(sql.replace("{m}.", lake.lake.prefix)))]
 
 
-def live_files(duck, table: str = "t") -> int:  # noqa: ANN001
-    return catalog_rows(duck, "SELECT count(*) FROM {m}.ducklake_data_file f JOIN "
+def live_files(lake, table: str = "t") -> int:  # noqa: ANN001
+    return catalog_rows(lake, "SELECT count(*) FROM {m}.ducklake_data_file f JOIN "
                               "{m}.ducklake_table t USING (table_id) WHERE f.end_snapshot IS "
                               f"NULL AND t.end_snapshot IS NULL AND t.table_name = '{table}'"
                         )[0][0]
 
 
-def inlined_rows(duck) -> int:  # noqa: ANN001
+def inlined_rows(lake) -> int:  # noqa: ANN001
     total = 0
-    for (name,) in catalog_rows(duck, "SELECT table_name FROM {m}.ducklake_inlined_data_tables"):
-        total += catalog_rows(duck, f"SELECT count(*) FROM {{m}}.{name}")[0][0]
+    for (name,) in catalog_rows(lake, "SELECT table_name FROM {m}.ducklake_inlined_data_tables"):
+        total += catalog_rows(lake, f"SELECT count(*) FROM {{m}}.{name}")[0][0]
     return total
 
 
@@ -111,11 +115,11 @@ def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake): 
     snapshots = list(range(first, last + 1))
     ranges = [(s, s) for s in snapshots] + [(first, last), (first + 3, last - 2), (0, last)]
     before = history(duck, lake, "t", snapshots, ranges)
-    files_before = live_files(duck)
-    assert inlined_rows(duck) > 0
+    files_before = live_files(lake)
+    assert inlined_rows(lake) > 0
 
     flushed = lake.flush_inlined_data()
-    assert flushed.rows_flushed > 0 and inlined_rows(duck) == 0
+    assert flushed.rows_flushed > 0 and inlined_rows(lake) == 0
     assert lake.current_snapshot().changes[-1].startswith("inline_flush:") or any(
         c.startswith("inline_flush:") for c in lake.current_snapshot().changes)
     merged = lake.merge_adjacent_files()
@@ -123,7 +127,7 @@ def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake): 
     assert lake.current_snapshot().changes == [f"merge_adjacent:{lake.table('t').info().table_id}"]
     rewritten = lake.rewrite_data_files(delete_threshold=0.5)
     assert rewritten.files_processed >= 1
-    assert live_files(duck) < files_before + len(flushed.tables)
+    assert live_files(lake) < files_before + len(flushed.tables)
 
     after = history(duck, lake, "t", snapshots, ranges)
     assert_same_history(before, after)
@@ -219,8 +223,8 @@ def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake):  # noqa: ANN00
 
 
 # ------------------------------------------------------------------------ safety
-def scheduled(duck) -> list:  # noqa: ANN001
-    return catalog_rows(duck, "SELECT path FROM {m}.ducklake_files_scheduled_for_deletion")
+def scheduled(lake) -> list:  # noqa: ANN001
+    return catalog_rows(lake, "SELECT path FROM {m}.ducklake_files_scheduled_for_deletion")
 
 
 def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa: ANN001
@@ -236,7 +240,7 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     lake.merge_adjacent_files()
     lake.rewrite_data_files(delete_threshold=0.5)  # ends files that old snapshots still read
     reference = read_all(duck, lake)
-    assert scheduled(duck), "merge schedules its sources for deletion"
+    assert scheduled(lake), "merge schedules its sources for deletion"
 
     # a writer's commit in flight: its files are published under the table but not committed
     t = lake.table("t")
@@ -325,14 +329,14 @@ def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
                         ("target_file_size", "schema", "main"): "1000000"}
     assert dict(duck.execute("SELECT option_name, value FROM ducklake_options('lake') "
                              "WHERE scope = 'GLOBAL'").fetchall())["parquet_compression"] == "zstd"
-    b_files = live_files(duck, "b")
+    b_files = live_files(lake, "b")
     merged = lake.merge_adjacent_files()
     assert [t.table_name for t in merged.tables] == ["a"] and merged.files_processed >= 2
     (path, tpath, spath), = catalog_rows(
-        duck, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
+        lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
               "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
               "USING (schema_id) WHERE t.table_name = 'a' AND f.end_snapshot IS NULL")
     meta = pq.ParquetFile(os.path.join(lake.lake.data_path, spath, tpath, path)).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD"
-    assert live_files(duck, "b") == b_files > 1
+    assert live_files(lake, "b") == b_files > 1
     read_all(duck, lake, "a")
