@@ -22,6 +22,7 @@
   {% endcall %}
 
   {% do persist_docs(target_relation, model) %}
+  {% do ducklake__post_commit_maintenance(target_relation) %}
   {{ run_hooks(post_hooks) }}
   {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
 

@@ -16,6 +16,7 @@
   {{ ducklake_build_table(target_relation, compiled_code, language) }}
 
   {% do persist_docs(target_relation, model) %}
+  {% do ducklake__post_commit_maintenance(target_relation) %}
   {{ run_hooks(post_hooks) }}
   {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 class DuckLakeConfig(AdapterConfig):
     file_format: str | None = None  # validated: DuckLake tables are Parquet
+    # table maintenance run after the model commits, e.g. ['flush_inlined_data']
+    post_commit_maintenance: list[Any] | None = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -249,6 +251,57 @@ class DuckLakeAdapter(SQLAdapter):
         names = {c.column_id: c.column_name for c in lake.columns(table.table_id)}
         return [names[k.column_id] if k.transform == "identity"
                 else f"{k.transform}({names[k.column_id]})" for k in spec.columns]
+
+    # ------------------------------------------------------------------ maintenance
+    @available
+    def ducklake_maintenance(self, operation: str,
+                             arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run a lake maintenance operation (flush, merge, rewrite, expire, cleanup, orphans,
+        checkpoint); returns its result as a dict with a ``summary`` line."""
+        from . import maintenance
+
+        runtime = self.runtime()
+        try:
+            result = maintenance.as_dict(maintenance.run(runtime.lake, operation, arguments))
+        except DuckLakeError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        runtime.registry.invalidate()
+        return result
+
+    @available
+    def ducklake_post_commit_maintenance(self, relation: BaseRelation,
+                                         operations: Any) -> list[dict[str, Any]]:
+        """A model's ``post_commit_maintenance`` config, run on its table after it commits."""
+        from . import maintenance
+
+        if not operations:
+            return []
+        runtime = self.runtime()
+        try:
+            results = maintenance.post_commit(runtime.lake, relation.schema,  # type: ignore[arg-type]
+                                              relation.identifier, operations)  # type: ignore[arg-type]
+        except DuckLakeError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        runtime.registry.invalidate()
+        return results
+
+    @available
+    def ducklake_set_option(self, option: str, value: Any, schema: str | None = None,
+                            table: str | None = None) -> str:
+        """Set a lake option globally, for a schema, or for a table (no snapshot)."""
+        try:
+            setting = self.runtime().lake.set_option(option, value, schema, table)
+        except DuckLakeError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        scope = setting.scope_name or "the lake"
+        return f"set {setting.key} = {setting.value} for {scope}"
+
+    @available
+    def ducklake_options(self) -> list[dict[str, Any]]:
+        """Every option set on the lake, with its scope."""
+        import dataclasses
+
+        return [dataclasses.asdict(o) for o in self.runtime().lake.options()]
 
     @available
     def ducklake_persist_docs(self, relation: BaseRelation, description: str | None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -91,12 +92,22 @@ def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
         raise DataFileError(f"cannot read Parquet file {path}: {exc}") from exc
 
 
-    """All files below a directory, as full paths (empty when it does not exist)."""
+def list_files(path: str) -> list[tuple[str, datetime | None]]:
+    """All files below a directory with their modification times, as full paths (empty when
+    the directory does not exist). Orphan cleanup needs the times to spare young files."""
     fs, inner = filesystem(path)
     selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)
-    prefix = strip_scheme(path)[: len(strip_scheme(path)) - len(inner)] if "://" in path else ""
-    return [prefix + info.path for info in fs.get_file_info(selector)
-            if info.type == pafs.FileType.File]
+    stripped = strip_scheme(path)
+    prefix = stripped.split("://", 1)[0] + "://" if "://" in stripped else ""
+    out = []
+    for info in fs.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        mtime = info.mtime
+        if mtime is not None and mtime.tzinfo is None:
+            mtime = mtime.replace(tzinfo=timezone.utc)
+        out.append((prefix + info.path, mtime))
+    return out
 
 
 def first_row(path: str, columns: list[str]) -> dict[str, object]:

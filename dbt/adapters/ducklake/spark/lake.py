@@ -24,14 +24,20 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..lake import cleanup as lake_cleanup
 from ..lake import data_files, delete_files, tables
+from ..lake import expiry as lake_expiry
+from ..lake import options as lake_options
 from ..lake.catalog import Lake
 from ..lake.changes import Bound
+from ..lake.cleanup import CleanupResult
 from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
+from ..lake.expiry import ExpireResult
 from ..lake.inlined_data import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableInfo
+from ..lake.options import OptionSetting
 from ..lake.partitions import (
     PartitionField,
     PartitionKey,
@@ -44,7 +50,11 @@ from ..lake.partitions import (
 )
 from ..lake.types import LakeType, is_promotion
 from . import changes as spark_changes
+from . import checkpoint as spark_checkpoint
+from . import compaction as spark_compaction
 from . import write as spark_write
+from .checkpoint import CheckpointResult
+from .compaction import CompactionResult, FlushResult
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
 from .types import column_specs, spark_type, table_schema
 
@@ -198,6 +208,63 @@ class SparkLake:
         tables.rename_table(tx, TableRef(table.table_id), new_table, new_schema)
         return self.commit(tx, info)
 
+    # ------------------------------------------------------------------ maintenance
+    def flush_inlined_data(self, schema: str | None = None,
+                           table: str | None = None) -> FlushResult:
+        """Move inlined rows (and inlined deletes) of one table, one schema or every table
+        to Parquet, keeping every snapshot and the change feed as they were."""
+        return spark_compaction.flush_inlined_data(self, schema, table)
+
+    def merge_adjacent_files(
+        self, schema: str | None = None, table: str | None = None, *,
+        min_file_size: int | str | None = None, max_file_size: int | str | None = None,
+        max_compacted_files: int | None = None,
+    ) -> CompactionResult:
+        """Merge small files without deletes into files of up to ``target_file_size``, never
+        across partitions or schema versions (DuckDB's ``ducklake_merge_adjacent_files``)."""
+        return spark_compaction.merge_adjacent_files(
+            self, schema, table, min_file_size, max_file_size, max_compacted_files)
+
+    def rewrite_data_files(self, schema: str | None = None, table: str | None = None, *,
+                           delete_threshold: float | None = None) -> CompactionResult:
+        """Rewrite files whose deleted fraction reaches ``delete_threshold`` (default: the
+        ``rewrite_delete_threshold`` option, 0.95) without their deleted rows."""
+        return spark_compaction.rewrite_data_files(self, schema, table, delete_threshold)
+
+    def expire_snapshots(self, older_than: datetime | str | None = None,
+                         versions: Sequence[int] | None = None,
+                         dry_run: bool = False) -> ExpireResult:
+        """Forget snapshots older than ``older_than`` (default: the ``expire_older_than``
+        option) or the listed ``versions``; files only they needed are scheduled for
+        deletion. Never the latest snapshot."""
+        return lake_expiry.expire_snapshots(self.lake, older_than, versions, dry_run)
+
+    def cleanup_old_files(self, older_than: datetime | str | None = None,
+                          cleanup_all: bool = False, dry_run: bool = False) -> CleanupResult:
+        """Delete files scheduled for deletion before ``older_than`` (default: now minus the
+        ``delete_older_than`` option, 2 days), or all of them with ``cleanup_all``."""
+        return lake_cleanup.cleanup_old_files(self.lake, older_than, cleanup_all, dry_run)
+
+    def delete_orphaned_files(self, older_than: datetime | str | None = None,
+                              dry_run: bool = False) -> CleanupResult:
+        """Delete Parquet files under the data path that the catalog does not know and that
+        are older than ``older_than`` (default: now minus ``delete_older_than``)."""
+        return lake_cleanup.delete_orphaned_files(self.lake, older_than, dry_run)
+
+    def checkpoint(self) -> CheckpointResult:
+        """Every maintenance step in DuckDB's ``CHECKPOINT`` order, with the lake's options."""
+        return spark_checkpoint.checkpoint(self)
+
+    def set_option(self, key: str, value: Any, schema: str | None = None,
+                   table: str | None = None) -> OptionSetting:
+        """Set a lake option globally, for a schema or for a table (no snapshot), e.g.
+        ``set_option("target_file_size", "64MB", table="orders")``."""
+        return lake_options.set_option(self.lake, key, value, schema, table)
+
+    def options(self) -> list[OptionSetting]:
+        """Every option set on the lake, with its scope."""
+        return lake_options.list_options(self.lake)
+
     # ------------------------------------------------------------------ writing
     def _stage_insert(
         self, tx: Transaction, ref: TableRef, df: DataFrame, table_dir: str,
@@ -213,6 +280,7 @@ class SparkLake:
         """
         with self.lake.read() as conn:
             limit = self.lake.inlining_row_limit(conn, schema_id, table_id)
+            compression = lake_options.parquet_compression(self.lake, conn, schema_id, table_id)
             if partition_keys is None:
                 partition_keys = ()
                 if table_id is not None:
@@ -230,7 +298,7 @@ class SparkLake:
                 rows = local
         if rows is None:
             staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids,
-                                       partition_keys)
+                                       partition_keys, compression=compression)
             if inline_ok and limit > 0 and staged.row_count <= limit:
                 rows = staged.read_rows()
                 staged.discard()
@@ -342,6 +410,28 @@ class LakeTable:
              metadata: bool = False) -> DataFrame:
         """The table at a snapshot (latest, a version, or the latest at a timestamp)."""
         return scan(self._lake.spark, self.state(version, timestamp), metadata=metadata)
+
+    # ------------------------------------------------------------------ maintenance
+    def flush_inlined_data(self) -> FlushResult:
+        """Move this table's inlined rows and deletes to Parquet (one snapshot)."""
+        return self._lake.flush_inlined_data(self.schema_name, self.table_name)
+
+    def merge_adjacent_files(self, *, min_file_size: int | str | None = None,
+                             max_file_size: int | str | None = None,
+                             max_compacted_files: int | None = None) -> CompactionResult:
+        """Merge this table's small adjacent files (see :meth:`SparkLake.merge_adjacent_files`)."""
+        return self._lake.merge_adjacent_files(
+            self.schema_name, self.table_name, min_file_size=min_file_size,
+            max_file_size=max_file_size, max_compacted_files=max_compacted_files)
+
+    def rewrite_data_files(self, *, delete_threshold: float | None = None) -> CompactionResult:
+        """Rewrite this table's heavily deleted files (:meth:`SparkLake.rewrite_data_files`)."""
+        return self._lake.rewrite_data_files(self.schema_name, self.table_name,
+                                             delete_threshold=delete_threshold)
+
+    def set_option(self, key: str, value: Any) -> OptionSetting:
+        """Set a lake option for this table only."""
+        return self._lake.set_option(key, value, self.schema_name, self.table_name)
 
     # ------------------------------------------------------------------ change feed
     def changes(self, start: Bound, end: Bound | None = None) -> DataFrame:

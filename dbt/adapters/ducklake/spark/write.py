@@ -25,7 +25,12 @@ from ..lake import faults
 from ..lake import files as lake_files
 from ..lake import stats as lake_stats
 from ..lake.commit import NameMappingSpec, NewDataFile, uuid7
-from ..lake.delete_files import ROW_ID_COLUMN, ROW_ID_FIELD_ID
+from ..lake.delete_files import (
+    ROW_ID_COLUMN,
+    ROW_ID_FIELD_ID,
+    SNAPSHOT_ID_COLUMN,
+    SNAPSHOT_ID_FIELD_ID,
+)
 from ..lake.errors import DataFileError, SchemaMismatchError
 from ..lake.models import ColumnInfo
 from ..lake.parquet_footer import set_field_ids
@@ -53,7 +58,8 @@ def configure(spark: SparkSession) -> None:
 
 
 # ---------------------------------------------------------------------------------- shaping
-def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False) -> DataFrame:
+def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
+            snapshot_ids: bool = False) -> DataFrame:
     """``df`` with exactly the table's columns, in order, cast and tagged with field ids.
 
     Columns match by name, case-insensitively. A missing or extra column, or a type that
@@ -62,7 +68,8 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False)
     given = {f.name.lower(): f for f in df.schema.fields}
     wanted = {c.column_name.lower() for c in columns}
     extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted
-             and not (row_ids and f.name == ROW_ID_COLUMN)]
+             and not (row_ids and f.name == ROW_ID_COLUMN)
+             and not (snapshot_ids and f.name == SNAPSHOT_ID_COLUMN)]
     missing = [c.column_name for c in columns if c.column_name.lower() not in given]
     if extra or missing:
         parts = []
@@ -86,6 +93,9 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False)
     if row_ids:
         out.append(F.col(ROW_ID_COLUMN).cast(LongType())
                    .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
+    if snapshot_ids:
+        out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
+                   .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
     return df.select(*out)
 
 
@@ -133,8 +143,8 @@ def parquet_leaves(columns: Sequence[ColumnInfo]) -> dict[str, tuple[int, LakeTy
     return out
 
 
-def field_id_paths(columns: Sequence[ColumnInfo], row_ids: bool = False
-                   ) -> dict[tuple[str, ...], int]:
+def field_id_paths(columns: Sequence[ColumnInfo], row_ids: bool = False,
+                   snapshot_ids: bool = False) -> dict[tuple[str, ...], int]:
     """Every Spark Parquet node that is a DuckLake column, by path, with its column id.
 
     These are the ids DuckDB writes itself: top-level columns, struct children, list
@@ -158,6 +168,8 @@ def field_id_paths(columns: Sequence[ColumnInfo], row_ids: bool = False
         visit(column, (column.column_name,))
     if row_ids:
         out[(ROW_ID_COLUMN,)] = ROW_ID_FIELD_ID
+    if snapshot_ids:
+        out[(SNAPSHOT_ID_COLUMN,)] = SNAPSHOT_ID_FIELD_ID
     return out
 
 
@@ -166,8 +178,8 @@ def needs_field_id_patch(columns: Sequence[ColumnInfo]) -> bool:
     return any(n.type.name in ("list", "map") for c in columns for n in c.walk())
 
 
-def name_mapping(columns: Sequence[ColumnInfo],
-                 row_ids: bool = False) -> tuple[NameMappingSpec, ...] | None:
+def name_mapping(columns: Sequence[ColumnInfo], row_ids: bool = False,
+                 snapshot_ids: bool = False) -> tuple[NameMappingSpec, ...] | None:
     """A name mapping for Spark files of tables with lists or maps (Spark writes no ids there).
 
     Files that carry preserved row ids map the hidden row-id column too, or DuckDB cannot
@@ -189,6 +201,8 @@ def name_mapping(columns: Sequence[ColumnInfo],
     specs = tuple(spec(c, c.column_name) for c in columns)
     if row_ids:
         specs += (NameMappingSpec(ROW_ID_COLUMN, ROW_ID_FIELD_ID),)
+    if snapshot_ids:
+        specs += (NameMappingSpec(SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID),)
     return specs
 
 
@@ -217,15 +231,21 @@ class StagedWrite:
         _hadoop_delete(self.spark, self.staging_dir)
 
     def publish(self, table_dir: str, columns: Sequence[ColumnInfo],
-                row_ids: bool = False) -> tuple[list[NewDataFile], list[str]]:
-        """Move the files to their DuckLake names; returns the new files and their paths."""
+                row_ids: bool = False, snapshot_ids: bool = False,
+                directory: str = "") -> tuple[list[NewDataFile], list[str]]:
+        """Move the files to their DuckLake names; returns the new files and their paths.
+
+        ``directory`` (relative to the table, ending in ``/``) places unpartitioned output in
+        a hive directory: compaction keeps a partition's files together, as DuckDB requires.
+        """
         leaves = parquet_leaves(columns)
-        mapping = None if self.field_ids_complete else name_mapping(columns, row_ids)
+        mapping = None if self.field_ids_complete else name_mapping(columns, row_ids,
+                                                                    snapshot_ids)
         out, paths = [], []
         keys = self.partition_keys
         layout = tuple((k.column.column_id, k.transform_text) for k in keys) if keys else None
         for path, metadata, size, footer in self.files:
-            name = f"ducklake-{uuid7()}.parquet"
+            name = directory + f"ducklake-{uuid7()}.parquet"
             values = self.partition_values.get(path, ())
             if keys:  # hive-style layout, as DuckDB writes partitioned tables
                 name = hive_directory(keys, values) + name
@@ -255,7 +275,9 @@ class StagedWrite:
 
 def stage(spark: SparkSession, df: DataFrame, table_dir: str,
           columns: Sequence[ColumnInfo], row_ids: bool = False,
-          partition_keys: Sequence[PartitionKey] = ()) -> StagedWrite:
+          partition_keys: Sequence[PartitionKey] = (), snapshot_ids: bool = False,
+          compression: str = "snappy", sort_by: Sequence[Any] = (),
+          single_file: bool = False, drop_after_sort: Sequence[str] = ()) -> StagedWrite:
     """Have Spark write ``df`` (already conformed) under a staging directory of the table.
 
     With ``partition_keys`` every file holds the rows of exactly one partition: rows are
@@ -266,6 +288,12 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     keys = tuple(partition_keys)
     if keys:
         df = df.withColumn(PARTITION_COLUMN, layout_column(keys)).repartition(PARTITION_COLUMN)
+    elif single_file:  # compaction output: one file
+        df = df.repartition(1)
+    if sort_by:  # after the shuffle, so that each file is written in this order
+        df = df.sortWithinPartitions(*sort_by)
+    if drop_after_sort:  # columns that only ordered the rows (a projection keeps the order)
+        df = df.drop(*drop_after_sort)
     floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
     observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     required = [c for c in columns if not c.nulls_allowed]
@@ -281,6 +309,9 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         writer = observed.write.mode("overwrite")
         for key, value in WRITE_OPTIONS.items():
             writer = writer.option(key, value)
+        # the lake's parquet_compression option; Spark spells "uncompressed" "none"
+        writer = writer.option("compression",
+                               "none" if compression == "uncompressed" else compression)
         if keys:
             writer = writer.partitionBy(PARTITION_COLUMN)
         writer.parquet(staging)
@@ -300,7 +331,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
                           for c in floats}
     patch = needs_field_id_patch(columns)
-    ids = field_id_paths(columns, row_ids) if patch else {}
+    ids = field_id_paths(columns, row_ids, snapshot_ids) if patch else {}
     try:
         labels: dict[str, tuple[str | None, ...]] = {}
         for path in _hadoop_list(spark, staging, recursive=bool(keys)):

@@ -1,0 +1,151 @@
+"""Deleting files: ``ducklake_cleanup_old_files`` and ``ducklake_delete_orphaned_files``.
+
+* ``cleanup_old_files`` deletes the files listed in ``ducklake_files_scheduled_for_deletion``
+  (merged sources, replaced delete files, files of expired snapshots) that were scheduled
+  before ``older_than`` (default: now minus the ``delete_older_than`` option, ``2 days``), and
+  removes their rows. A reader that started before the file was scheduled has that long to
+  finish.
+* ``delete_orphaned_files`` deletes ``.parquet`` files under the data path that the catalog
+  does not know at all (no data file, delete file or scheduled row names them) and that were
+  last modified before ``older_than`` (same default). The age is what protects another
+  writer's commit in flight: its freshly written files are unknown until it commits.
+
+Both are stricter than DuckDB in one way: a path that any ``ducklake_data_file`` or
+``ducklake_delete_file`` row still names (live, or needed by a snapshot) is never deleted,
+whatever the schedule says. The file list is taken *before* the catalog is read, so a file
+committed in between is known, not orphaned.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import Connection, text
+
+from . import files as lake_files
+from .catalog import Lake, as_timestamp, join_path, normalise_dir
+from .errors import InvalidArgumentError
+from .options import DELETE_OLDER_THAN_DEFAULT, parse_interval
+
+log = logging.getLogger("dbt.adapters.ducklake.lake")
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """Files deleted (or, with ``dry_run``, that would be deleted), as absolute paths."""
+
+    operation: str
+    paths: tuple[str, ...]
+    dry_run: bool
+    kept_live: tuple[str, ...] = ()  # scheduled, but still named by the catalog: kept
+
+    def summary(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        extra = f", kept {len(self.kept_live)} still referenced" if self.kept_live else ""
+        return f"{self.operation}: {verb} {len(self.paths)} file(s){extra}"
+
+
+def cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None,
+           cleanup_all: bool = False) -> datetime | None:
+    """The age bound: ``older_than``, else now minus ``delete_older_than``; None = no bound."""
+    if cleanup_all and older_than is not None:
+        raise InvalidArgumentError("pass either cleanup_all or older_than, not both")
+    if cleanup_all:
+        return None
+    if older_than is not None:
+        return as_timestamp(older_than)
+    option = lake.option("delete_older_than", conn) or DELETE_OLDER_THAN_DEFAULT
+    return datetime.now(timezone.utc) - parse_interval(option)
+
+
+def canonical(path: str) -> str:
+    """One spelling per file: no ``file:`` scheme, normalised separators for local paths."""
+    path = lake_files.strip_scheme(path).replace("\\", "/")
+    return path if "://" in path else os.path.normpath(path)
+
+
+def referenced_paths(lake: Lake, conn: Connection) -> set[str]:
+    """Absolute paths of every data and delete file any catalog row names."""
+    dirs: dict[int, set[str]] = {}
+    for tid, tpath, trel, spath, srel in conn.execute(text(
+            f"SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM "
+            f"{lake.t('ducklake_table')} t JOIN {lake.t('ducklake_schema')} s "
+            "ON s.schema_id = t.schema_id")).all():
+        schema_dir = join_path(lake.data_path, spath, bool(srel))
+        dirs.setdefault(int(tid), set()).add(normalise_dir(join_path(schema_dir, tpath,
+                                                                     bool(trel))))
+    out = set()
+    for name in ("ducklake_data_file", "ducklake_delete_file"):
+        for tid, path, rel in conn.execute(text(
+                f"SELECT table_id, path, path_is_relative FROM {lake.t(name)}")).all():
+            for table_dir in dirs.get(int(tid), {""}):
+                out.add(canonical(join_path(table_dir, path, bool(rel))))
+    return out
+
+
+def _scheduled(lake: Lake, conn: Connection) -> list[tuple[int, str, datetime | None]]:
+    rows = conn.execute(text(
+        f"SELECT data_file_id, path, path_is_relative, schedule_start FROM "
+        f"{lake.t('ducklake_files_scheduled_for_deletion')}")).all()
+    from .catalog import parse_time
+
+    return [(int(fid), canonical(join_path(lake.data_path, path, bool(rel))),
+             None if when is None else parse_time(when)) for fid, path, rel, when in rows]
+
+
+def cleanup_old_files(lake: Lake, older_than: datetime | str | None = None,
+                      cleanup_all: bool = False, dry_run: bool = False) -> CleanupResult:
+    """Delete files scheduled for deletion before ``older_than`` (or all, ``cleanup_all``)."""
+    with lake.read() as conn:
+        bound = cutoff(lake, conn, older_than, cleanup_all)
+        scheduled = _scheduled(lake, conn)
+        live = referenced_paths(lake, conn)
+    due = [(fid, path) for fid, path, when in scheduled
+           if bound is None or (when is not None and when < bound)]
+    kept = tuple(sorted({p for _, p in due if p in live}))
+    doomed = [(fid, p) for fid, p in due if p not in live]
+    if not dry_run and due:
+        for _, path in doomed:
+            lake_files.remove_file(path)
+        with lake.write() as conn:
+            for fid, path in due:
+                if path in kept:
+                    continue
+                conn.execute(text(
+                    f"DELETE FROM {lake.t('ducklake_files_scheduled_for_deletion')} "
+                    "WHERE data_file_id = :d"), {"d": fid})
+    result = CleanupResult("cleanup_old_files", tuple(sorted({p for _, p in doomed})), dry_run,
+                           kept)
+    log.info("%s", result.summary())
+    return result
+
+
+def delete_orphaned_files(lake: Lake, older_than: datetime | str | None = None,
+                          dry_run: bool = False) -> CleanupResult:
+    """Delete ``.parquet`` files under the data path that the catalog does not know and that
+    were last modified before ``older_than`` (default: now minus ``delete_older_than``)."""
+    found = lake_files.list_files(lake.data_path)  # list first: see the module docstring
+    with lake.read() as conn:
+        bound = cutoff(lake, conn, older_than)
+        known = referenced_paths(lake, conn) | {p for _, p, _ in _scheduled(lake, conn)}
+    doomed = []
+    for path, modified in found:
+        if not path.endswith(".parquet"):
+            continue
+        if canonical(path) in known:
+            continue
+        if bound is not None and (modified is None or modified >= bound):
+            continue
+        doomed.append(canonical(path))
+    if not dry_run:
+        for path in doomed:
+            lake_files.remove_file(path)
+    result = CleanupResult("delete_orphaned_files", tuple(sorted(doomed)), dry_run)
+    log.info("%s", result.summary())
+    return result
+
+
+__all__ = ["CleanupResult", "cleanup_old_files", "delete_orphaned_files", "referenced_paths"]

@@ -1,0 +1,277 @@
+"""Lake options (``ducklake_metadata`` rows with a scope), as DuckDB's ``set_option`` keeps them.
+
+An option is set globally, for a schema or for a table; a reader takes the most specific one
+(table, then schema, then global, then the default). Values are validated and normalised the
+way DuckDB 1.5.5 does before they are stored (always as text), so both engines read the same
+setting. Setting an option creates no snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+
+from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .catalog import Lake
+
+PARQUET_COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "brotli", "lz4", "lz4_raw")
+TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
+REWRITE_DELETE_THRESHOLD_DEFAULT = 0.95
+DELETE_OLDER_THAN_DEFAULT = "2 days"
+
+
+@dataclass(frozen=True)
+class OptionSetting:
+    """One stored option: its key, text value and scope (``None`` = global)."""
+
+    key: str
+    value: str
+    scope: str | None  # None, 'schema' or 'table'
+    scope_id: int | None
+    scope_name: str | None = None  # schema name, or schema.table
+
+
+# ------------------------------------------------------------------------------ parsing
+_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+          "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+          "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4, "byte": 1, "bytes": 1}
+
+
+def parse_size(value: Any) -> int:
+    """A byte count from ``536870912``, ``'512MB'`` or ``'1.5GiB'`` (DuckDB's syntax)."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"a size must be a number of bytes or like '512MB', got {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    unit = (match.group(2).lower() if match else "") or "b"
+    if not match or unit not in _UNITS:
+        raise InvalidArgumentError(
+            f"cannot read {value!r} as a size; use bytes or a unit: "
+            + ", ".join(u.upper() for u in ("KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")))
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+_INTERVAL_UNITS = {
+    "microsecond": timedelta(microseconds=1), "millisecond": timedelta(milliseconds=1),
+    "second": timedelta(seconds=1), "minute": timedelta(minutes=1), "hour": timedelta(hours=1),
+    "day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30),
+    "year": timedelta(days=365),
+}
+_INTERVAL_ALIASES = {"us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second",
+                     "secs": "second", "m": "minute", "min": "minute", "mins": "minute",
+                     "h": "hour", "hr": "hour", "hrs": "hour", "d": "day", "w": "week",
+                     "mon": "month", "mons": "month", "y": "year", "yr": "year", "yrs": "year"}
+
+
+def parse_interval(value: Any) -> timedelta:
+    """``'2 days'``, ``'1 week 3 hours'``, ``'90 minutes'`` or a timedelta (DuckDB intervals;
+    a month counts 30 days, as DuckDB does when subtracting from a timestamp is not exact)."""
+    if isinstance(value, timedelta):
+        return value
+    text = str(value).strip().lower()
+    parts = re.findall(r"([0-9]*\.?[0-9]+)\s*([a-z]+)", text)
+    if not parts or re.sub(r"([0-9]*\.?[0-9]+)\s*([a-z]+)", "", text).strip(" ,"):
+        raise InvalidArgumentError(
+            f"cannot read {value!r} as an interval; use e.g. '2 days', '1 week', '12 hours'")
+    total = timedelta(0)
+    for number, unit in parts:
+        unit = _INTERVAL_ALIASES.get(unit, unit)
+        if unit not in _INTERVAL_UNITS and unit.endswith("s"):
+            unit = unit[:-1]
+        if unit not in _INTERVAL_UNITS:
+            raise InvalidArgumentError(
+                f"unknown interval unit in {value!r}; use one of "
+                + ", ".join(f"{u}s" for u in _INTERVAL_UNITS))
+        total += float(number) * _INTERVAL_UNITS[unit]
+    return total
+
+
+def _bool(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip().lower()
+    if text in ("true", "1", "t", "yes", "on"):
+        return "true"
+    if text in ("false", "0", "f", "no", "off"):
+        return "false"
+    raise InvalidArgumentError(f"expected a boolean (true/false), got {value!r}")
+
+
+def _unsigned(value: Any) -> str:
+    try:
+        number = int(str(value).strip())
+    except ValueError as exc:
+        raise InvalidArgumentError(f"expected a non-negative integer, got {value!r}") from exc
+    if number < 0:
+        raise InvalidArgumentError(f"expected a non-negative integer, got {value!r}")
+    return str(number)
+
+
+def _positive(value: Any) -> str:
+    text = _unsigned(value)
+    if text == "0":
+        raise InvalidArgumentError("the value cannot be 0")
+    return text
+
+
+def _compression(value: Any) -> str:
+    codec = str(value).strip().lower()
+    if codec not in PARQUET_COMPRESSIONS:
+        raise InvalidArgumentError(
+            f"unsupported Parquet codec {value!r}; supported: {', '.join(PARQUET_COMPRESSIONS)}")
+    return codec
+
+
+def _parquet_version(value: Any) -> str:
+    text = str(value).strip().upper().removeprefix("V")
+    if text not in ("1", "2"):
+        raise InvalidArgumentError("only Parquet versions 1 and 2 are supported")
+    return "V" + text
+
+
+def _threshold(value: Any) -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"rewrite_delete_threshold must be a number, got {value!r}") \
+            from exc
+    if not 0 <= number <= 1:
+        raise InvalidArgumentError("rewrite_delete_threshold must be between 0 and 1")
+    return f"{number:.6f}"  # DuckDB stores std::to_string(double)
+
+
+def _interval(value: Any) -> str:
+    text = str(value)
+    if text:
+        parse_interval(text)
+    return text
+
+
+def _size(value: Any) -> str:
+    return str(parse_size(value))
+
+
+# key -> normaliser (validates and returns the stored text), as DuckDB's set_option
+OPTIONS: dict[str, Callable[[Any], str]] = {
+    "data_inlining_row_limit": _unsigned,
+    "target_file_size": _size,
+    "parquet_compression": _compression,
+    "parquet_compression_level": _unsigned,
+    "parquet_version": _parquet_version,
+    "parquet_row_group_size": _positive,
+    "parquet_row_group_size_bytes": lambda v: _positive(parse_size(v)),
+    "hive_file_pattern": _bool,
+    "per_thread_output": _bool,
+    "require_commit_message": _bool,
+    "rewrite_delete_threshold": _threshold,
+    "delete_older_than": _interval,
+    "expire_older_than": _interval,
+    "auto_compact": _bool,
+    "sort_on_insert": _bool,
+    "write_deletion_vectors": _bool,
+}
+
+
+def normalise(key: str, value: Any) -> tuple[str, str]:
+    """``(key, stored text)`` for an option, or :class:`InvalidArgumentError` naming the keys."""
+    name = str(key).strip().lower()
+    if name not in OPTIONS:
+        raise InvalidArgumentError(
+            f"unsupported option {key!r}; supported options: {', '.join(sorted(OPTIONS))}")
+    if value is None:
+        raise InvalidArgumentError(f"the {name} option cannot be NULL")
+    try:
+        return name, OPTIONS[name](value)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"invalid value for {name}: {exc}") from exc
+
+
+def set_option(lake: Lake, key: str, value: Any, schema: str | None = None,
+               table: str | None = None) -> OptionSetting:
+    """Set an option globally, for ``schema``, or for ``schema.table`` (schema defaults to main).
+
+    Like DuckDB's ``CALL lake.set_option(...)``, this writes no snapshot.
+    """
+    name, text = normalise(key, value)
+    schema_id = table_id = None
+    scope_name = None
+    with lake.read() as conn:
+        if table is not None:
+            found = lake.table(schema or "main", table, conn=conn)
+            table_id, scope_name = found.table_id, f"{found.schema_name}.{found.table_name}"
+        elif schema is not None:
+            found_schema = lake.schema(schema, conn=conn)
+            schema_id, scope_name = found_schema.schema_id, found_schema.schema_name
+    lake.set_option(name, text, schema_id=schema_id, table_id=table_id)
+    scope = "table" if table_id is not None else ("schema" if schema_id is not None else None)
+    return OptionSetting(name, text, scope, table_id if table_id is not None else schema_id,
+                         scope_name)
+
+
+def list_options(lake: Lake) -> list[OptionSetting]:
+    """Every option stored in the lake (format keys such as ``version`` excluded)."""
+    with lake.read() as conn:
+        schemas = {s.schema_id: s.schema_name for s in lake.schemas(conn=conn)}
+        tables = {t.table_id: f"{t.schema_name}.{t.table_name}" for t in lake.tables(conn=conn)}
+        rows = lake.options(conn)
+    out = []
+    for key, value, scope, scope_id in rows:
+        if key not in OPTIONS:
+            continue
+        name = None
+        if scope == "schema":
+            name = schemas.get(scope_id)  # type: ignore[arg-type]
+        elif scope == "table":
+            name = tables.get(scope_id)  # type: ignore[arg-type]
+        out.append(OptionSetting(key, value, scope, scope_id, name))
+    return sorted(out, key=lambda o: (o.key, o.scope or "", o.scope_id or 0))
+
+
+def option(lake: Lake, conn: Connection, key: str, schema_id: int | None = None,
+           table_id: int | None = None, default: str | None = None) -> str | None:
+    """The effective value: table scope, then schema, then global, then ``default``."""
+    value = lake.option(key, conn, schema_id, table_id)
+    return default if value is None else value
+
+
+def auto_compact(lake: Lake, conn: Connection, schema_id: int, table_id: int) -> bool:
+    """DuckDB's ``auto_compact``: whether a table takes part in flush, merge and rewrite."""
+    return option(lake, conn, "auto_compact", schema_id, table_id, "true") == "true"
+
+
+def target_file_size(lake: Lake, conn: Connection, schema_id: int, table_id: int) -> int:
+    value = option(lake, conn, "target_file_size", schema_id, table_id)
+    return TARGET_FILE_SIZE_DEFAULT if value is None else parse_size(value)
+
+
+def parquet_compression(lake: Lake, conn: Connection, schema_id: int | None,
+                        table_id: int | None) -> str:
+    """The codec new files are written with (``parquet_compression``, default snappy)."""
+    return option(lake, conn, "parquet_compression", schema_id, table_id, "snappy") or "snappy"
+
+
+def rewrite_delete_threshold(lake: Lake, conn: Connection, schema_id: int,
+                             table_id: int) -> float:
+    value = option(lake, conn, "rewrite_delete_threshold", schema_id, table_id)
+    return REWRITE_DELETE_THRESHOLD_DEFAULT if value is None else float(value)
+
+
+__all__ = [
+    "OPTIONS",
+    "OptionSetting",
+    "list_options",
+    "normalise",
+    "option",
+    "parse_interval",
+    "parse_size",
+    "set_option",
+]
