@@ -4,11 +4,12 @@ Each test records what a reader sees (snapshots, catalog rows, the rows of every
 by us and by DuckDB), breaks a write, and checks that nothing changed, that files the failed
 write left behind are referenced by no snapshot, and that the lake still takes writes.
 Leftover files are checked directly (files on disk minus files in the catalog, and DuckDB's
-own orphan listing); once ``delete_orphaned_files`` lands these tests should also call it.
+own orphan listing), and after a killed writer ``delete_orphaned_files`` removes exactly them.
 """
 
 from __future__ import annotations
 
+import datetime
 import errno
 import os
 import re
@@ -110,6 +111,12 @@ def test_sigkill_in_each_phase_of_a_write(spark, lake, lake_target, duck, phase,
         assert published and all("_ducklake_staging_" not in p for p in left), left
         # DuckDB sees the same files as orphans: its cleanup (and ours) would remove them
         assert published <= duck_orphans(duck)
+    # Our orphan cleanup removes what the killed writer left, and nothing the lake needs.
+    cleaned = lake.delete_orphaned_files(
+        older_than=datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1))
+    assert {os.path.normpath(p) for p in cleaned.paths} >= {os.path.normpath(p) for p in left}
+    assert leftovers(lake.lake) == set()
+    assert_unchanged(lake, table, duck, before, rows_before)
     assert_still_writable(spark, table, duck, rows_before)
 
 

@@ -5,9 +5,10 @@
   before ``older_than`` (default: now minus the ``delete_older_than`` option, ``2 days``), and
   removes their rows. A reader that started before the file was scheduled has that long to
   finish.
-* ``delete_orphaned_files`` deletes ``.parquet`` files under the data path that the catalog
-  does not know at all (no data file, delete file or scheduled row names them) and that were
-  last modified before ``older_than`` (same default). The age is what protects another
+* ``delete_orphaned_files`` deletes ``.parquet`` files (and anything in a writer's
+  ``_ducklake_staging_*`` directory) under the data path that the catalog does not know at
+  all (no data file, delete file or scheduled row names them) and that were last modified
+  before ``older_than`` (same default). The age is what protects another
   writer's commit in flight: its freshly written files are unknown until it commits.
 
 Both are stricter than DuckDB in one way: a path that any ``ducklake_data_file`` or
@@ -123,6 +124,25 @@ def cleanup_old_files(lake: Lake, older_than: datetime | str | None = None,
     return result
 
 
+STAGING_MARK = lake_files.STAGING_MARK
+
+
+def _remove_empty_staging_dirs(paths: list[str]) -> None:
+    """Remove the staging directories that deleting ``paths`` emptied (local paths only)."""
+    roots = set()
+    for path in paths:
+        if STAGING_MARK in path and lake_files.is_local(path):
+            head, _, tail = path.partition(STAGING_MARK)
+            roots.add(head + STAGING_MARK + tail.split("/", 1)[0])
+    for root in roots:
+        local = lake_files.strip_scheme(root)
+        for directory, _, _ in sorted(os.walk(local), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                pass  # not empty: a file younger than the threshold is still there
+
+
 def delete_orphaned_files(lake: Lake, older_than: datetime | str | None = None,
                           dry_run: bool = False) -> CleanupResult:
     """Delete ``.parquet`` files under the data path that the catalog does not know and that
@@ -133,7 +153,11 @@ def delete_orphaned_files(lake: Lake, older_than: datetime | str | None = None,
         known = referenced_paths(lake, conn) | {p for _, p, _ in _scheduled(lake, conn)}
     doomed = []
     for path, modified in found:
-        if not path.endswith(".parquet"):
+        # A writer's staging directory holds nothing the catalog can name (files are renamed
+        # out of it before the commit), so everything in an old one is a dead write's debris:
+        # Spark's part files, .crc sidecars and _SUCCESS markers.
+        staged = STAGING_MARK in path
+        if not path.endswith(".parquet") and not staged:
             continue
         if canonical(path) in known:
             continue
@@ -143,6 +167,7 @@ def delete_orphaned_files(lake: Lake, older_than: datetime | str | None = None,
     if not dry_run:
         for path in doomed:
             lake_files.remove_file(path)
+        _remove_empty_staging_dirs(doomed)
     result = CleanupResult("delete_orphaned_files", tuple(sorted(doomed)), dry_run)
     log.info("%s", result.summary())
     return result

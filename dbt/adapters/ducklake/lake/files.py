@@ -16,6 +16,10 @@ import pyarrow.parquet as pq
 
 from .errors import DataFileError
 
+# A write stages its files in a directory named with this mark, beside the table's directory,
+# and renames them out of it before the commit; orphan cleanup removes old ones whole.
+STAGING_MARK = "_ducklake_staging_"
+
 
 def strip_scheme(path: str) -> str:
     """``file:/x`` and ``file:///x`` -> ``/x``; other URLs are kept."""

@@ -284,7 +284,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     shuffled by their key values (one file per partition and write, not one per task) and
     each file is labelled with DuckDB's partition values from one of its rows.
     """
-    staging = f"{table_dir}_ducklake_staging_{uuid.uuid4().hex}"
+    staging = f"{table_dir}{lake_files.STAGING_MARK}{uuid.uuid4().hex}"
     keys = tuple(partition_keys)
     if keys:
         df = df.withColumn(PARTITION_COLUMN, layout_column(keys)).repartition(PARTITION_COLUMN)
