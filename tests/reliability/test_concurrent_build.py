@@ -1,0 +1,357 @@
+"""``dbt build --threads 4`` while DuckDB writes to the same lake and a reader time-travels.
+
+On a PostgreSQL catalog (the backend meant for concurrent writers):
+
+1. a generated project (table models over Parquet and inlined rows, a seed, incremental
+   ``merge`` and ``delete+insert`` models, an incremental ``append`` model ``events_log``)
+   is built once;
+2. the second ``dbt build --threads 4`` (in a subprocess; every model writes again) runs
+   while a DuckDB process inserts into ``events_log`` in a loop — the table dbt's append model
+   writes too — and this process reads every snapshot as it appears, each table at that
+   snapshot, with DuckDB (``AT (VERSION => n)``) and with our reader (``read(version=n)``);
+3. our engine deletes from a table while another DuckDB process inserts into it: every delete
+   lands (after retries) or fails with the documented ``CommitConflictError`` and leaves no
+   trace; one conflict is forced so that path always runs.
+
+Then: both engines agree on every table at every snapshot, and re-reading history afterwards
+gives what was read live; every DuckDB insert is there once; every model holds exactly the rows
+its two runs produce; no file is left that no snapshot refers to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import duckdb_connect
+from oracle import duck_rows, spark_rows
+from reliability.support import REPO, child_env, leftovers
+
+from dbt.adapters.ducklake.lake import CommitConflictError
+from dbt.adapters.ducklake.spark import SparkLake
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.postgres]
+
+SCHEMA = "conc"
+
+# README ("What a write does", Concurrency) and lake/commit.py: a logical conflict fails with
+# CommitConflictError and leaves the lake unchanged.
+CONFLICT = (r"commit conflict: attempting to delete from table \S+, but another transaction "
+            r"has inserted into it \(this transaction started at snapshot \d+; the lake is "
+            r"now at \d+\)\. Nothing was committed; rerun the statement\.")
+
+DUCKDB_CONFLICT = (r"Transaction conflict - attempting to insert into table with index \"\d+\" "
+                   r"- but another transaction has deleted (inlined data )?from it")
+
+PROJECT = {
+    "dbt_project.yml": """
+name: conc
+version: '1.0'
+profile: conc
+seed-paths: [seeds]
+model-paths: [models]
+""",
+    "seeds/customers.csv": "id,name\n" + "".join(f"{i},c{i}\n" for i in range(12)),
+    # Parquet (200 rows) and inlined (5 rows) table models, rebuilt by every run
+    "models/t_numbers.sql": "{{ config(materialized='table') }}\n"
+                            "select id, id * {{ var('run') }} as v from range(0, 200)",
+    "models/t_small.sql": "{{ config(materialized='table') }}\n"
+                          "select id, 'r{{ var(\"run\") }}' as tag from range(0, 5)",
+    "models/t_customers.sql": "{{ config(materialized='table') }}\n"
+                              "select id, name from {{ ref('customers') }}",
+    # incremental merges: run r writes ids (r-1)*100 .. +149 (files) / r-1 .. r+3 (inlined)
+    "models/m_orders.sql": "{{ config(materialized='incremental', unique_key='id') }}\n"
+                           "select id, {{ var('run') }} as v from "
+                           "range({{ (var('run') - 1) * 100 }}, "
+                           "{{ (var('run') - 1) * 100 + 150 }})",
+    "models/m_small.sql": "{{ config(materialized='incremental', unique_key='id') }}\n"
+                          "select id, {{ var('run') }} as v from "
+                          "range({{ var('run') - 1 }}, {{ var('run') + 4 }})",
+    "models/d_orders.sql": "{{ config(materialized='incremental', "
+                           "incremental_strategy='delete+insert', unique_key='id') }}\n"
+                           "select id, {{ var('run') }} as v from "
+                           "range({{ (var('run') - 1) * 20 }}, {{ (var('run') - 1) * 20 + 30 }})",
+    # the table DuckDB appends to while dbt appends to it
+    "models/events_log.sql": "{{ config(materialized='incremental', "
+                             "incremental_strategy='append') }}\n"
+                             "select {{ var('run') }} * 1000 + id as id, 'dbt' as src "
+                             "from range(0, 20)",
+    "models/s_summary.sql": "{{ config(materialized='table') }}\n"
+                            "select count(*) as n, sum(v) as s from {{ ref('m_orders') }}",
+}
+
+PROFILE = """
+conc:
+  target: dev
+  outputs:
+    dev:
+      type: ducklake
+      catalog: "{catalog}"
+      metadata_schema: {metadata_schema}
+      data_path: {data_path}
+      schema: {schema}
+      threads: 4
+      master: "local[2]"
+      spark_conf:
+        spark.ui.enabled: "false"
+        spark.sql.shuffle.partitions: "2"
+        spark.sql.session.timeZone: UTC
+"""
+
+# A DuckDB writer process: inserts into one table until the stop file appears (at least
+# ``min_rounds`` times); every fourth insert is 25 rows (a Parquet file), the others one row
+# (inlined). Prints the ids of the inserts that committed and every error.
+DUCKDB_WRITER = """
+import json, os, sys, time
+sys.path.insert(0, {tests!r})
+from conftest import duckdb_connect
+con = duckdb_connect()
+con.execute({attach!r})
+committed, errors, i = [], [], 0
+while i < {min_rounds} or not os.path.exists({stop!r}):
+    ids = [{base} + i * 100 + k for k in range(25 if i % 4 == 3 else 1)]
+    values = ", ".join(f"({{n}}, 'duckdb')" for n in ids)
+    try:
+        con.execute(f"INSERT INTO lake.{schema}.{table} VALUES {{values}}")
+        committed.extend(ids)
+    except Exception as exc:
+        errors.append(str(exc))
+    i += 1
+    time.sleep({pause})
+print(json.dumps({{"committed": committed, "errors": errors}}))
+"""
+
+
+def start_duckdb_writer(lake_target, table: str, stop: Path, base: int, pause: float,  # noqa: ANN001
+                        min_rounds: int) -> subprocess.Popen:
+    script = DUCKDB_WRITER.format(tests=os.path.join(REPO, "tests"),
+                                  attach=lake_target.duckdb_attach, stop=str(stop), base=base,
+                                  schema=SCHEMA, table=table, pause=pause, min_rounds=min_rounds)
+    return subprocess.Popen([sys.executable, "-c", script], env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def write_project(root: Path, lake_target) -> None:  # noqa: ANN001
+    for name, body in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    (root / "profiles.yml").write_text(PROFILE.format(
+        catalog=lake_target.catalog, metadata_schema=lake_target.metadata_schema,
+        data_path=lake_target.data_path, schema=SCHEMA))
+
+
+def dbt_build(root: Path, run: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dbt.cli.main", "build", "--threads", "4", "--vars",
+         json.dumps({"run": run}), "--project-dir", str(root), "--profiles-dir", str(root)],
+        env=child_env(DBT_SEND_ANONYMOUS_USAGE_STATS="false"), cwd=root,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+class Reader:
+    """Reads every snapshot as it appears: each table of the schema at that snapshot, with
+    DuckDB and (where DuckDB sees new contents) with our reader, and compares them."""
+
+    def __init__(self, lake: SparkLake, lake_target) -> None:  # noqa: ANN001
+        self.lake = lake
+        self.duck = duckdb_connect()
+        self.duck.execute(lake_target.duckdb_attach)
+        self.seen: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        self.spark_read: set[tuple[str, int]] = set()
+        self.last: dict[str, list[tuple[Any, ...]]] = {}
+        self.done = 0
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def read(self, sid: int) -> None:
+        for info in self.lake.lake.tables(SCHEMA, at=sid):
+            name = info.table_name
+            df = self.lake.read(f"{SCHEMA}.{name}", version=sid)
+            cols = ", ".join(f'"{f.name}"' for f in df.schema.fields)
+            duck = duck_rows(self.duck, f'SELECT {cols} FROM lake.{SCHEMA}."{name}" '
+                                        f"AT (VERSION => {sid})")
+            self.seen[(name, sid)] = duck
+            if self.last.get(name) != duck:
+                ours = spark_rows(df)
+                self.spark_read.add((name, sid))
+                if ours != duck:
+                    self.errors.append(f"{name} at {sid}: ours {ours[:5]} duckdb {duck[:5]}")
+            self.last[name] = duck
+
+    def catch_up(self) -> None:
+        for snap in self.lake.snapshots():
+            if snap.snapshot_id > self.done:
+                self.read(snap.snapshot_id)
+                self.done = snap.snapshot_id
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.catch_up()
+                time.sleep(0.2)
+            self.catch_up()
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.errors.append(f"reader failed: {type(exc).__name__}: {exc}")
+
+
+def before_commit(monkeypatch, action) -> None:  # noqa: ANN001
+    """Run ``action`` (another writer) after our statement is planned, before it commits."""
+    original = SparkLake.commit
+
+    def commit(self, tx, info=None):  # noqa: ANN001, ANN202
+        monkeypatch.setattr(SparkLake, "commit", original)
+        action()
+        return original(self, tx, info)
+
+    monkeypatch.setattr(SparkLake, "commit", commit)
+
+
+def ours_delete(lake: SparkLake, table, k: int, conflicts: list[str]) -> None:  # noqa: ANN001
+    """Delete row ``k``; a conflict must be the documented error and change nothing."""
+    for _ in range(30):
+        before = lake.snapshots()[-1].snapshot_id
+        try:
+            table.delete(f"id = {k}")
+            return
+        except CommitConflictError as exc:
+            conflicts.append(str(exc))
+            assert re.fullmatch(CONFLICT, str(exc)), str(exc)
+            # only DuckDB's inserts landed meanwhile; the row is still there
+            for snap in lake.snapshots():
+                if snap.snapshot_id > before:
+                    assert snap.commit_message is None and all(
+                        c.startswith(("inserted_into_table", "inlined_insert"))
+                        for c in snap.changes), snap
+            assert table.read().where(f"id = {k}").count() == 1
+    raise AssertionError(f"the delete of {k} conflicted 30 times")
+
+
+@pytest.mark.parametrize("lake_target", ["postgres"], indirect=True)
+def test_dbt_build_with_duckdb_writer_and_time_travel_reader(spark, lake, lake_target,  # noqa: ANN001, PLR0915
+                                                             tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    write_project(root, lake_target)
+    first = dbt_build(root, 1)
+    out, _ = first.communicate(timeout=900)
+    assert first.returncode == 0, out[-4000:]
+
+    # ---- the concurrent build: dbt, a DuckDB writer and our reader at once
+    reader = Reader(lake, lake_target)
+    reader.catch_up()
+    start = reader.done
+    thread = threading.Thread(target=reader.run)
+    thread.start()
+    stop = tmp_path / "stop"
+    writer = start_duckdb_writer(lake_target, "events_log", stop, base=100_000, pause=1.0,
+                                 min_rounds=8)
+    build = dbt_build(root, 2)
+    try:
+        out, _ = build.communicate(timeout=900)
+    finally:
+        stop.touch()
+    duck_result = finish(writer)
+    assert build.returncode == 0, out[-4000:]
+    assert duck_result["errors"] == [], duck_result["errors"]
+
+    # ---- a delete of ours racing DuckDB inserts on one table
+    race = lake.create_table(f"{SCHEMA}.race", spark.range(0, 100).selectExpr(
+        "id", "'ours' AS src"))
+    race_stop = tmp_path / "race-stop"
+    race_writer = start_duckdb_writer(lake_target, "race", race_stop, base=200_000, pause=1.2,
+                                      min_rounds=5)
+    conflicts: list[str] = []
+    deleted = [3, 17, 42, 64, 88]
+    try:
+        for k in deleted:
+            ours_delete(lake, race, k, conflicts)
+    finally:
+        race_stop.touch()
+    race_result = finish(race_writer)
+    # DuckDB's inserts that lost the race fail with DuckDB's conflict error (and are absent
+    # below: their ids are not among the committed ones)
+    for error in race_result["errors"]:
+        assert re.search(DUCKDB_CONFLICT, error), error
+    print(f"live race: {len(deleted)} deletes landed after {len(conflicts)} conflicts; "
+          f"{len(race_result['errors'])} DuckDB inserts lost to a conflict")
+    # and one conflict for certain: DuckDB commits an insert between our plan and our commit
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    before_commit(monkeypatch, lambda: duck.execute(
+        f"INSERT INTO lake.{SCHEMA}.race VALUES (300000, 'duckdb')"))
+    forced: list[str] = []
+    ours_delete(lake, race, 99, forced)
+    assert len(forced) == 1
+    deleted.append(99)
+
+    reader.stop.set()
+    thread.join(timeout=600)
+    assert not thread.is_alive()
+    assert reader.errors == [], reader.errors[:5]
+
+    # ---- every snapshot was read, in both engines, and history reads the same afterwards
+    snapshots = lake.snapshots()
+    print(f"{len(snapshots)} snapshots, {len(reader.seen)} table versions read by DuckDB, "
+          f"{len(reader.spark_read)} also by us")
+    assert reader.done == snapshots[-1].snapshot_id
+    for (name, sid), rows in reader.seen.items():
+        assert duck_rows(duck, f'SELECT * FROM lake.{SCHEMA}."{name}" AT (VERSION => {sid})'
+                         ) == rows, (name, sid)
+    for name, sid in sorted(reader.spark_read)[::3]:  # a third of them: Spark reads are slow
+        assert spark_rows(lake.read(f"{SCHEMA}.{name}", version=sid)) == \
+            reader.seen[(name, sid)], (name, sid)
+
+    # the writers really interleaved: DuckDB committed between dbt's commits
+    dbt_snaps = [s.snapshot_id for s in snapshots if s.snapshot_id > start and
+                 (s.commit_message or "").startswith("dbt")]
+    events_id = lake.lake.table(SCHEMA, "events_log").table_id
+    duck_snaps = [s.snapshot_id for s in snapshots if s.commit_message is None and (
+                  f"inserted_into_table:{events_id}" in s.changes or
+                  f"inlined_insert:{events_id}" in s.changes)]
+    assert len(dbt_snaps) >= 9, dbt_snaps
+    assert any(min(dbt_snaps) < s < max(dbt_snaps) for s in duck_snaps), \
+        (dbt_snaps, duck_snaps)
+
+    # ---- nothing lost, nothing twice
+    def table(name: str) -> list[tuple[Any, ...]]:
+        ours = spark_rows(lake.read(f"{SCHEMA}.{name}"))
+        assert ours == duck_rows(duck, f"SELECT * FROM lake.{SCHEMA}.{name}"), name
+        return ours
+
+    def expect(rows) -> list[tuple[Any, ...]]:  # noqa: ANN001
+        return sorted(rows, key=repr)
+
+    assert table("t_numbers") == expect((i, i * 2) for i in range(200))
+    assert table("t_small") == expect((i, "r2") for i in range(5))
+    assert table("t_customers") == expect((i, f"c{i}") for i in range(12))
+    assert table("m_orders") == expect([(i, 1) for i in range(100)] +
+                                       [(i, 2) for i in range(100, 250)])
+    assert table("m_small") == expect([(0, 1)] + [(i, 2) for i in range(1, 6)])
+    assert table("d_orders") == expect([(i, 1) for i in range(20)] +
+                                       [(i, 2) for i in range(20, 50)])
+    assert table("s_summary") == [(250, 400)]
+    assert len(duck_result["committed"]) >= 8
+    assert table("events_log") == expect(
+        [(r * 1000 + i, "dbt") for r in (1, 2) for i in range(20)] +
+        [(i, "duckdb") for i in duck_result["committed"]])
+    assert table("race") == expect(
+        [(i, "ours") for i in range(100) if i not in deleted] +
+        [(i, "duckdb") for i in race_result["committed"] + [300000]])
+    duck.close()
+    reader.duck.close()
+
+    # no conflict or retry left a file behind
+    assert leftovers(lake.lake) == set()
