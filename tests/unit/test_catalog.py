@@ -155,3 +155,26 @@ def test_bad_catalogs_get_clear_errors(tmp_path):  # noqa: ANN001
         Lake.open("postgres:dbname=test host=127.0.0.1 port=1 connect_timeout=2", str(tmp_path))
     with pytest.raises(InvalidArgumentError, match="data_path is required"):
         Lake.open(f"sqlite:///{tmp_path}/new.sqlite")
+
+
+def test_commit_retries_follow_the_lakes_max_retry_count(tmp_path, monkeypatch):  # noqa: ANN001
+    """The profile's max_retry_count reaches every commit (through the Lake)."""
+    from sqlalchemy.exc import IntegrityError
+
+    from dbt.adapters.ducklake.lake.errors import CommitFailedError
+
+    lake = Lake.open(f"sqlite:///{tmp_path}/c.sqlite", str(tmp_path / "data"))
+    lake.max_retry_count = 2
+    attempts = []
+
+    def lose(self, *args):  # noqa: ANN001, ANN202
+        attempts.append(1)
+        raise IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed: snapshot_id"))
+
+    monkeypatch.setattr(Transaction, "_attempt", lose)
+    monkeypatch.setattr(Transaction, "_wait", staticmethod(lambda *a: None))
+    tx = Transaction(lake)
+    create_schema(tx, "s")
+    with pytest.raises(CommitFailedError, match="after 3 attempts"):
+        tx.commit()
+    assert len(attempts) == 3

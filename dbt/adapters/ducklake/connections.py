@@ -165,6 +165,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
                          data_inlining_row_limit=credentials.data_inlining_row_limit,
                          base_dir=base_dir)
+        lake.max_retry_count = credentials.max_retry_count
         try:
             pinned = pinned_snapshot(lake, credentials)
         except DbtRuntimeError:

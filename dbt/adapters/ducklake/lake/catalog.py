@@ -74,6 +74,9 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+MAX_RETRY_COUNT = 10  # DuckDB's ducklake_max_retry_count default
+
+
 class Lake:
     """A DuckLake lake: its catalog database plus its data path.
 
@@ -89,6 +92,8 @@ class Lake:
         data_inlining_row_limit: int | None,
     ) -> None:
         self.target = target
+        # Commit retries on lost snapshot-id races (DuckDB's ducklake_max_retry_count).
+        self.max_retry_count = MAX_RETRY_COUNT
         self.engine = make_engine(target)
         self.dialect = target.dialect
         self.metadata_schema = metadata_schema

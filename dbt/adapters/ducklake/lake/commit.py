@@ -235,11 +235,15 @@ class Transaction:
         author: str | None = None,
         commit_message: str | None = None,
         commit_extra_info: str | dict[str, Any] | None = None,
-        max_retry_count: int = MAX_RETRY_COUNT_DEFAULT,
+        max_retry_count: int | None = None,
         retry_wait_ms: float = RETRY_WAIT_MS_DEFAULT,
         retry_backoff: float = RETRY_BACKOFF_DEFAULT,
     ) -> Snapshot:
-        """Write one snapshot; retry lost snapshot-id races; fail on logical conflicts."""
+        """Write one snapshot; retry lost snapshot-id races; fail on logical conflicts.
+
+        ``max_retry_count`` defaults to the lake's (the profile's ``max_retry_count``)."""
+        if max_retry_count is None:
+            max_retry_count = getattr(self.lake, "max_retry_count", MAX_RETRY_COUNT_DEFAULT)
         if isinstance(commit_extra_info, dict):
             commit_extra_info = json.dumps(commit_extra_info, sort_keys=True, default=str)
         faults.reach("files_published")
