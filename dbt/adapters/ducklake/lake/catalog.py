@@ -450,7 +450,8 @@ class Lake:
         ).all()
         return [SchemaInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], bool(r[6])) for r in rows]
 
-    def schema(self, name: str, at: int | None = None, conn: Connection | None = None) -> SchemaInfo:
+    def schema(self, name: str, at: int | None = None,
+               conn: Connection | None = None) -> SchemaInfo:
         """A schema by name; names are case-insensitive, as in DuckDB and Spark."""
         found = _by_name(self.schemas(at, conn), name, lambda s: s.schema_name)
         if found is None:
@@ -631,7 +632,8 @@ class Lake:
             params = {"n": name, "sch": self.metadata_schema or "public"}
         return conn.execute(text(sql), params).first() is not None
 
-    def name_mappings(self, mapping_ids: Sequence[int], conn: Connection) -> dict[int, list[NameMapping]]:
+    def name_mappings(self, mapping_ids: Sequence[int],
+                      conn: Connection) -> dict[int, list[NameMapping]]:
         if not mapping_ids:
             return {}
         ids = sorted(set(mapping_ids))
@@ -715,7 +717,9 @@ class Lake:
                              tuple(PartitionColumn(int(a), int(b), c) for a, b, c in cols))
 
     # ------------------------------------------------------------------ options
-    def options(self, conn: Connection | None = None) -> list[tuple[str, str, str | None, int | None]]:
+    def options(
+        self, conn: Connection | None = None,
+    ) -> list[tuple[str, str, str | None, int | None]]:
         """Every ``ducklake_metadata`` row: ``(key, value, scope, scope_id)``."""
         if conn is None:
             with self.read() as c:
@@ -817,7 +821,8 @@ def build_column_tree(rows: Sequence[Sequence[Any]]) -> list[ColumnInfo]:
         by_parent.setdefault(node.parent_column, []).append(node)
 
     def attach(node: ColumnInfo) -> ColumnInfo:
-        kids = sorted(by_parent.get(node.column_id, []), key=lambda c: (c.column_order, c.column_id))
+        kids = sorted(by_parent.get(node.column_id, []),
+                      key=lambda c: (c.column_order, c.column_id))
         if not kids:
             return node
         from dataclasses import replace

@@ -111,7 +111,8 @@ def insert_rows(
         ctx.conn.execute(text(sql), batch)
 
 
-def row_stats(columns: Sequence[ColumnInfo], rows: Sequence[dict[str, Any]]) -> list[FileColumnStats]:
+def row_stats(columns: Sequence[ColumnInfo],
+              rows: Sequence[dict[str, Any]]) -> list[FileColumnStats]:
     """Per-leaf statistics of inlined rows, in the text DuckDB derives by casting to VARCHAR.
 
     Nested leaves get unknown bounds (NULL), which is always safe.
