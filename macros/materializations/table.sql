@@ -13,7 +13,14 @@
     {{ adapter.drop_relation(existing_relation) }}
   {%- endif -%}
 
-  {{ ducklake_build_table(target_relation, compiled_code, language) }}
+  {%- if language == 'python' -%}
+    {#- dbt runs a Python model only from a statement the materialization itself calls. -#}
+    {%- call statement('main', language=language) -%}
+      {{- create_table_as(False, target_relation, compiled_code, language) -}}
+    {%- endcall -%}
+  {%- else -%}
+    {{ ducklake_build_table(target_relation, compiled_code) }}
+  {%- endif -%}
 
   {% do persist_docs(target_relation, model) %}
   {% do ducklake__post_commit_maintenance(target_relation) %}
@@ -23,22 +30,22 @@
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
 
-{#- CREATE OR REPLACE TABLE for the `table` materialization and an incremental model's first
+{#- CREATE OR REPLACE TABLE for a SQL `table` model and an SQL incremental model's first
     build: a contract's columns are checked first, and its NOT NULL columns are checked against
     the data and set in the same snapshot as the data, or nothing lands. -#}
-{% macro ducklake_build_table(target_relation, compiled_code, language) -%}
-  {%- if config.get('contract').enforced and language == 'sql' -%}
+{% macro ducklake_build_table(target_relation, compiled_code) -%}
+  {%- if config.get('contract').enforced -%}
     {{ get_assert_columns_equivalent(sql) }}
   {%- endif -%}
   {%- set not_null = ducklake_not_null_columns() if config.get('contract').enforced else [] -%}
-  {%- if not_null and language == 'sql' -%}
+  {%- if not_null -%}
     {%- set response = adapter.ducklake_replace_table(target_relation, get_select_subquery(compiled_code), not_null, config.get('sql_header', none), ducklake_partition_by()) -%}
     {%- call noop_statement('main', response, response) -%}
-      {{- create_table_as(False, target_relation, compiled_code, language) -}}
+      {{- create_table_as(False, target_relation, compiled_code) -}}
     {%- endcall -%}
   {%- else -%}
-    {%- call statement('main', language=language) -%}
-      {{- create_table_as(False, target_relation, compiled_code, language) -}}
+    {%- call statement('main') -%}
+      {{- create_table_as(False, target_relation, compiled_code) -}}
     {%- endcall -%}
   {%- endif -%}
 {%- endmacro %}

@@ -494,3 +494,23 @@ def test_time_travel_analysis(shop: Shop) -> None:
     days = {str(r["order_date"]): r for r in rows}
     assert "2025-03-18" in days and days["2025-03-18"]["revenue_before"] is None
     assert "2025-03-16" in days and days["2025-03-16"]["change"] < 0
+
+
+def test_maintenance_run_operations_change_no_result(shop: Shop, duck) -> None:  # noqa: ANN001
+    """Last in the module (it maintains the shared lake): flushing inlined rows and merging
+    small files through `dbt run-operation` changes no table at any build, in DuckDB."""
+    from dbt.cli.main import dbtRunner
+
+    tables = [f"shop.{m}" for m in (*MARTS, *INCREMENTAL)] + [f"shop_raw.{s}" for s in SEEDS]
+    versions = (shop.first.version, shop.second.version)
+
+    def contents() -> dict[tuple[str, int], list[tuple[Any, ...]]]:
+        return {(t, v): duck_rows(duck, f"SELECT * FROM lake.{t} AT (VERSION => {v})")
+                for t in tables for v in versions}
+
+    before = contents()
+    for operation in ("ducklake_flush_inlined_data", "ducklake_merge_adjacent_files"):
+        result = dbtRunner().invoke(["run-operation", operation, "--project-dir",
+                                     str(shop.project), "--profiles-dir", str(shop.project)])
+        assert result.success, f"{operation}: {result.exception}"
+    assert contents() == before

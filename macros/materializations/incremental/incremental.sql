@@ -18,7 +18,13 @@
     {%- if existing_relation is not none and existing_relation.is_view -%}
       {{ adapter.drop_relation(existing_relation) }}
     {%- endif -%}
-    {{ ducklake_build_table(target_relation, compiled_code, language) }}
+    {%- if language == 'python' -%}
+      {%- call statement('main', language=language) -%}
+        {{ create_table_as(False, target_relation, compiled_code, language) }}
+      {%- endcall -%}
+    {%- else -%}
+      {{ ducklake_build_table(target_relation, compiled_code) }}
+    {%- endif -%}
   {%- else -%}
     {%- if config.get('contract').enforced and language == 'sql' -%}
       {#- The table's NOT NULL columns reject NULLs on every write; the columns are checked here. -#}
