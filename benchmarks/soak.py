@@ -5,7 +5,8 @@
 Each writer process commits ``commits / writers`` one-row inserts (inlined into the catalog,
 as DuckDB inlines them) through the catalog client, retrying lost snapshot races as every
 writer does. It prints its RSS every 10% so a leak shows as growth; the parent prints the
-final counts. (No flush yet: flushing inlined data arrives with the maintenance work.)
+final counts. The CI test (tests/reliability/test_soak.py) then flushes the inlined rows to
+Parquet with ``SparkLake.flush_inlined_data`` and checks both engines still read them all.
 """
 
 from __future__ import annotations
