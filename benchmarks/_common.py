@@ -114,7 +114,9 @@ class Results:
 
     def save(self, ratios: list[dict[str, Any]] | None = None) -> str:
         os.makedirs(RESULTS_DIR, exist_ok=True)
-        path = os.path.join(RESULTS_DIR, f"{self.benchmark}.json")
+        suffix = "" if getattr(self.args, "catalog", "sqlite") == "sqlite" \
+            else f"-{self.args.catalog}"
+        path = os.path.join(RESULTS_DIR, f"{self.benchmark}{suffix}.json")
         data = {
             "benchmark": self.benchmark,
             "args": vars(self.args),
