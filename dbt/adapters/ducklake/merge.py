@@ -74,11 +74,6 @@ def merge_into(
     kinds = {c.when for c in clauses}
     how = {(True, True): "full", (True, False): "right", (False, True): "left",
            (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
-    if how in ("inner", "right"):
-        # Only target rows matching some source row take part. Pruning the target with a semi
-        # join first lets Spark broadcast a small source instead of shuffling the whole
-        # target for an outer join (whose preserved side it cannot broadcast).
-        target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
     joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
     t_here, s_here = F.col(f"{_q(t)}.__ducklake_t").isNotNull(), \
         F.col(f"{_q(s)}.__ducklake_s").isNotNull()
