@@ -52,7 +52,8 @@ def plot(path: str) -> str:
         data = json.load(f)
     name = os.path.basename(path)[:-5]
     panels = PANELS[data["benchmark"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    width = max(4.2 * len(panels), 7.5)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.8), squeeze=False)
     for ax, (metric, log) in zip(axes[0], panels):
         if data["benchmark"] == "planning":
             rows = sorted((m for m in data["metrics"] if m["name"].startswith("plan")),
