@@ -59,3 +59,37 @@ def test_connection_setting_applies_when_the_lake_sets_none(spark, lake_target):
     t.append(rows(spark, 2))
     assert lake.current_snapshot().changes == [f"inserted_into_table:{t.info().table_id}"]
     lake.close()
+
+
+def test_arrow_batches_inline_without_spark_and_read_as_duckdb_reads(spark, lake, duck):  # noqa: ANN001
+    """A pyarrow Table within the limit is inlined on the driver (the streaming path); a
+    larger one is written by Spark; names match case-insensitively and types are checked."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from dbt.adapters.ducklake.lake.errors import SchemaMismatchError
+
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("ts",
+                           T.TimestampNTZType()), T.StructField("x", T.DoubleType()),
+                           T.StructField("s", T.StringType())])
+    t = lake.create_table("main.t", schema)
+    table_id = t.info().table_id
+    small = pa.table({"ID": pa.array([1, 2], pa.int32()),  # int32 widens to int64
+                      "ts": pa.array([dt.datetime(2026, 1, 1, 12), None], pa.timestamp("us")),
+                      "x": [0.5, None], "s": ["a", None]})
+    t.append(small)
+    assert lake.current_snapshot().changes == [f"inlined_insert:{table_id}"]
+    big = pa.table({"id": list(range(10, 25)), "ts": [dt.datetime(2026, 1, 2)] * 15,
+                    "x": [1.0] * 15, "s": ["b"] * 15})
+    t.append(big)
+    assert lake.current_snapshot().changes == [f"inserted_into_table:{table_id}"]
+    assert duck.execute("SELECT id, ts, x, s FROM lake.main.t WHERE id < 10 ORDER BY id"
+                        ).fetchall() == [(1, dt.datetime(2026, 1, 1, 12), 0.5, "a"),
+                                         (2, None, None, None)]
+    assert duck.execute("SELECT count(*) FROM lake.main.t").fetchone() == (17,)
+    assert sorted(r.id for r in t.read().collect()) == [1, 2, *range(10, 25)]
+    with pytest.raises(SchemaMismatchError, match="missing"):
+        t.append(pa.table({"id": [3]}))
+    with pytest.raises(SchemaMismatchError, match="does not widen"):
+        t.append(small.set_column(1, "ts", pa.array(["x", "y"])))

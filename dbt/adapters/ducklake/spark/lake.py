@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..lake import cleanup as lake_cleanup
@@ -267,7 +268,7 @@ class SparkLake:
 
     # ------------------------------------------------------------------ writing
     def _stage_insert(
-        self, tx: Transaction, ref: TableRef, df: DataFrame, table_dir: str,
+        self, tx: Transaction, ref: TableRef, df: DataFrame | pa.Table, table_dir: str,
         columns: list[ColumnInfo], schema_id: int, table_id: int | None,
         inline_ok: bool, replace: bool = False, row_ids: bool = False,
         inlined_row_ids: list[int] | None = None,
@@ -288,14 +289,23 @@ class SparkLake:
                         table_id, self.lake.latest_snapshot(conn).snapshot_id, conn)
                     if spec is not None:
                         partition_keys = keys_of_spec(spec, columns)
-        conformed = spark_write.conform(df, columns, row_ids=row_ids)
         rows: pa.Table | None = None
         new_files: list[data_files.NewDataFile] = []
-        if inline_ok and limit > 0 and df.isLocal():
-            local = spark_write.local_rows(conformed)
-            if local.num_rows <= limit:
-                spark_write.check_not_null(local, columns)
-                rows = local
+        if isinstance(df, pa.Table):
+            if inline_ok and limit > 0 and df.num_rows <= limit:
+                # Driver-side rows within the limit: inlined without a Spark job.
+                rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
+                spark_write.check_not_null(rows, columns)
+            else:
+                df = self.spark.createDataFrame(df, schema=from_arrow_schema(
+                    df.schema, prefer_timestamp_ntz=True))
+        if rows is None:
+            conformed = spark_write.conform(df, columns, row_ids=row_ids)
+            if inline_ok and limit > 0 and df.isLocal():
+                local = spark_write.local_rows(conformed)
+                if local.num_rows <= limit:
+                    spark_write.check_not_null(local, columns)
+                    rows = local
         if rows is None:
             staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids,
                                        partition_keys, compression=compression)
@@ -458,8 +468,14 @@ class LakeTable:
         base = self._lake.lake.snapshot(version=state.snapshot_id)
         return Transaction(self._lake.lake, base)
 
-    def append(self, df: DataFrame, info: CommitInfo | None = None) -> Snapshot | None:
-        """INSERT the rows of ``df`` (columns matched by name)."""
+    def append(self, df: DataFrame | pa.Table, info: CommitInfo | None = None
+               ) -> Snapshot | None:
+        """INSERT the rows of ``df`` (columns matched by name).
+
+        ``df`` may be a pyarrow Table of driver-side rows (a streaming micro-batch): within
+        the inlining limit it is inlined without a Spark job; larger ones are written by
+        Spark like a DataFrame.
+        """
         state = self.state(contents=False)
         tx = self._tx(state)
         rows = self._lake._stage_insert(
@@ -470,7 +486,7 @@ class LakeTable:
             return None
         return self._lake.commit(tx, info)
 
-    def overwrite(self, df: DataFrame, info: CommitInfo | None = None) -> Snapshot:
+    def overwrite(self, df: DataFrame | pa.Table, info: CommitInfo | None = None) -> Snapshot:
         """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
         state = self.state()
         tx = self._tx(state)

@@ -65,25 +65,11 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
     Columns match by name, case-insensitively. A missing or extra column, or a type that
     is neither the column's type nor safely widened to it, is a :class:`SchemaMismatchError`.
     """
-    given = {f.name.lower(): f for f in df.schema.fields}
-    wanted = {c.column_name.lower() for c in columns}
-    extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted
-             and not (row_ids and f.name == ROW_ID_COLUMN)
-             and not (snapshot_ids and f.name == SNAPSHOT_ID_COLUMN)]
-    missing = [c.column_name for c in columns if c.column_name.lower() not in given]
-    if extra or missing:
-        parts = []
-        if missing:
-            parts.append("missing " + ", ".join(missing))
-        if extra:
-            parts.append("not in the table: " + ", ".join(extra))
-        raise SchemaMismatchError(
-            "the data does not match the table's columns (" + "; ".join(parts) + "); the table "
-            "has " + ", ".join(f"{c.column_name} {c.column_type}" for c in columns)
-        )
+    given = _match([f.name for f in df.schema.fields], columns, row_ids, snapshot_ids)
+    fields = {f.name: f for f in df.schema.fields}
     out = []
     for column in columns:
-        source = given[column.column_name.lower()]
+        source = fields[given[column.column_name.lower()]]
         target = write_type(column)
         _check_type(source.name, source.dataType, column)
         expr = F.col(f"`{source.name}`")
@@ -97,6 +83,54 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
         out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
                    .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
     return df.select(*out)
+
+
+def conform_arrow(rows: pa.Table, columns: Sequence[ColumnInfo],
+                  row_ids: bool = False) -> pa.Table:
+    """The driver-side twin of :func:`conform` for an Arrow table (no Spark job).
+
+    Names match and types are checked exactly as in :func:`conform` (an Arrow type counts as
+    the Spark type Spark would read it as; naive timestamps are ``timestamp_ntz``), and values
+    are cast to the Arrow types ``DataFrame.toArrow()`` gives for the table's columns, so the
+    result is what the Spark path would produce.
+    """
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
+
+    given = _match(rows.column_names, columns, row_ids)
+    names, arrays = [], []
+    for column in columns:
+        name = given[column.column_name.lower()]
+        source = rows.column(name)
+        _check_type(name, from_arrow_type(source.type, prefer_timestamp_ntz=True), column)
+        target = to_arrow_type(write_type(column), timezone="UTC")
+        names.append(column.column_name)
+        arrays.append(source if source.type == target else source.cast(target, safe=True))
+    if row_ids:
+        names.append(ROW_ID_COLUMN)
+        arrays.append(rows.column(ROW_ID_COLUMN).cast(pa.int64()))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _match(names: Sequence[str], columns: Sequence[ColumnInfo], row_ids: bool,
+           snapshot_ids: bool = False) -> dict[str, str]:
+    """Lower-case table column name -> the data's column name; a mismatch is an error."""
+    given = {n.lower(): n for n in names}
+    wanted = {c.column_name.lower() for c in columns}
+    extra = [n for n in names if n.lower() not in wanted
+             and not (row_ids and n == ROW_ID_COLUMN)
+             and not (snapshot_ids and n == SNAPSHOT_ID_COLUMN)]
+    missing = [c.column_name for c in columns if c.column_name.lower() not in given]
+    if extra or missing:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if extra:
+            parts.append("not in the table: " + ", ".join(extra))
+        raise SchemaMismatchError(
+            "the data does not match the table's columns (" + "; ".join(parts) + "); the table "
+            "has " + ", ".join(f"{c.column_name} {c.column_type}" for c in columns)
+        )
+    return given
 
 
 def _check_type(name: str, data_type: Any, column: ColumnInfo) -> None:
