@@ -118,6 +118,11 @@ def test_reader_and_writer_roles(spark, lake, lake_target, tmp_path):  # noqa: A
         finally:
             check.close()
     finally:
+        # dbt keeps the last adapter it registered in this process; a later test's project
+        # must not get this one, whose role is about to be dropped.
+        from dbt.adapters.factory import reset_adapters
+
+        reset_adapters()
         with psycopg.connect(admin_info, autocommit=True) as admin:
             for role in (reader, writer):
                 admin.execute(f'DROP OWNED BY "{role}" CASCADE')
