@@ -181,3 +181,12 @@ def test_comment_on_table(lake, duck, engine):  # noqa: ANN001
     engine.execute("COMMENT ON TABLE main.t IS NULL")
     assert duck_rows(duck, "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' "
                            "AND table_name = 't'") == [(None,)]
+
+
+def test_hive_partition_clause_is_refused_untouched(lake, engine):  # noqa: ANN001
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, id % 2 AS p FROM range(10)")
+    before = len(lake.snapshots())
+    with pytest.raises(Exception, match="REPLACE WHERE"):
+        engine.execute("INSERT OVERWRITE TABLE `main.t` PARTITION (p = 1) SELECT 5L AS id")
+    assert len(lake.snapshots()) == before
+    assert lake.table("main.t").read().count() == 10

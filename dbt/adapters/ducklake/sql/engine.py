@@ -296,6 +296,14 @@ class Engine:
         if self._exists(name) != "table":
             raise NotFoundError(f"cannot insert into {name.schema}.{name.name}: no such table "
                                 "in the lake")
+        if not plan.partitionSpec().isEmpty():
+            # Hive-style PARTITION (...) clauses name Hive partitions, which a DuckLake table
+            # does not have; its partitions follow from the rows' values.
+            raise UnsupportedStatementError(
+                f"INSERT ... PARTITION (...) is not supported on {name.schema}.{name.name}: "
+                "DuckLake derives partitions from the rows. Use INSERT INTO t REPLACE WHERE "
+                "<predicate> SELECT ..., or INSERT OVERWRITE with "
+                "spark.sql.sources.partitionOverwriteMode=dynamic, without the clause")
         table = self._table(name)
         columns = table.columns()
         df = self.dataframe(sql, lambda p: p.query())
