@@ -112,6 +112,23 @@ def test_small_writes_are_inlined_and_leave_no_files(spark, lake, duck, lake_tar
     assert_same(duck, "small", table.read())
 
 
+def test_many_live_files_are_all_read(spark, lake, duck, lake_target):  # noqa: ANN001
+    """Above 16 files a group's paths go to Spark as one Java array, and Spark lists them in
+    a few tasks (the listing parallelism the lake sets) rather than one task per file."""
+    from dbt.adapters.ducklake.spark.read import LISTING_PARALLELISM
+
+    table = lake.create_table("main.many", spark.range(0, 4000, 1, 40).selectExpr(
+        "id", "CAST(id % 7 AS INT) AS k"))
+    table.delete("id % 10 = 3")
+    state = table.state()
+    assert len(state.data_files) == 40
+    assert int(spark.conf.get(LISTING_PARALLELISM)) <= 2 * spark.sparkContext.defaultParallelism
+    assert table.read().count() == 3600
+    assert sorted(r.id for r in table.read().where("k = 0").collect()) == [
+        i for i in range(4000) if i % 7 == 0 and i % 10 != 3]
+    assert_same(duck, "many", table.read())
+
+
 FLAT = T.StructType([f for f in SCHEMA.fields if f.name not in ("arr", "mp")])
 
 

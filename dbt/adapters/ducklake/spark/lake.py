@@ -53,6 +53,7 @@ from ..lake.types import LakeType, is_promotion
 from . import changes as spark_changes
 from . import checkpoint as spark_checkpoint
 from . import compaction as spark_compaction
+from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
@@ -95,6 +96,7 @@ class SparkLake:
         self.lake = lake
         self.commit_info = commit_info or CommitInfo()
         spark_write.configure(spark)
+        spark_read.configure(spark)
 
     @classmethod
     def open(cls, spark: SparkSession, catalog: str, data_path: str | None = None,
@@ -716,7 +718,11 @@ class LakeTable:
 
 def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
     """Data file positions and inlined row ids of the rows of a metadata scan."""
-    table = df.select(FILE_ID, POSITION, ROW_ID).toArrow()
+    return arrow_locations(df.select(FILE_ID, POSITION, ROW_ID).toArrow())
+
+
+def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
+    """Data file positions and inlined row ids from (file id, position, row id) columns."""
     positions: dict[int, list[int]] = {}
     inlined: list[int] = []
     for fid, pos, rid in zip(table.column(0).to_pylist(), table.column(1).to_pylist(),

@@ -306,7 +306,7 @@ def _scan_group(
         fields.append(StructField(name, LongType(), True, {} if by_name else {FIELD_ID_KEY: fid}))
     paths = [state.path_of(f) for f in files]
     check_files(state, files, paths)
-    df = spark.read.schema(StructType(fields)).parquet(*paths)
+    df = _read_parquet(spark, StructType(fields), paths)
     df = df.select("*", F.col("_metadata.file_path").alias("__path"),
                    F.col("_metadata.row_index").alias(POSITION))
     if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
@@ -353,6 +353,33 @@ def _scan_group(
         F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
         embedded_snapshot.alias(EMBEDDED_SNAPSHOT_ID),
     )
+
+
+def _read_parquet(spark: SparkSession, schema: StructType, paths: Sequence[str]) -> DataFrame:
+    """``spark.read.schema(schema).parquet(*paths)``, with the paths sent to the JVM as one
+    string: py4j would otherwise convert the list one element per round trip (about 0.1 ms
+    each, a second for 10,000 live files)."""
+    if len(paths) <= _MAP_FILES or any("\n" in p for p in paths):
+        return spark.read.schema(schema).parquet(*paths)
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - no public API takes a Java array
+    array = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
+    seq = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(array)
+    reader = spark.read.schema(schema)
+    return reader._df(reader._jreader.parquet(seq))  # noqa: SLF001
+
+
+# Spark checks the paths it is given in a listing job of one task per path once there are more
+# than 32 (parallelPartitionDiscovery.parallelism defaults to 10,000): at ~3 ms a task, 30 s
+# for a table of 10,000 live files. The catalog already names every file, so a few tasks
+# listing many paths each are enough.
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+
+
+def configure(spark: SparkSession) -> None:
+    """Tune how Spark lists the files a read names, unless the user set it themselves."""
+    if spark.sparkContext.getConf().get(LISTING_PARALLELISM) is None:
+        spark.conf.set(LISTING_PARALLELISM,
+                       str(max(2, 2 * spark.sparkContext.defaultParallelism)))
 
 
 def check_files(state: TableState, files: Sequence[DataFile], paths: Sequence[str]) -> None:
