@@ -10,19 +10,22 @@ holds wins, as in Spark and Delta. A target row matched by several source rows i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .lake import delete_files
+from .lake import delete_files, pruning
 from .lake.commit import TableRef
 from .lake.delete_files import ROW_ID_COLUMN
 from .lake.errors import InvalidArgumentError, SchemaMismatchError
 from .lake.inlined_data import can_inline
-from .lake.models import Snapshot
-from .spark.lake import CommitInfo, LakeTable, locations
-from .spark.read import ROW_ID, scan
+from .lake.models import ColumnInfo, Snapshot
+from .lake.stats import encode_value
+from .spark.lake import CommitInfo, LakeTable, arrow_locations
+from .spark.read import FILE_ID, POSITION, ROW_ID, TableState, scan
 
 MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not_matched", "not_matched_by_source"
 ACTIONS = ("update", "update_star", "delete", "insert", "insert_star")
@@ -69,68 +72,49 @@ def merge_into(
     columns = state.columns
     by_lower = {c.column_name.lower(): c.column_name for c in columns}
     t, s = target_alias, source_alias
-    target = scan(lake.spark, state, metadata=True).withColumn("__ducklake_t", F.lit(True))
-    src = source.withColumn("__ducklake_s", F.lit(True))
     kinds = {c.when for c in clauses}
-    how = {(True, True): "full", (True, False): "right", (False, True): "left",
-           (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
-    joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
-    t_here, s_here = F.col(f"{_q(t)}.__ducklake_t").isNotNull(), \
-        F.col(f"{_q(s)}.__ducklake_s").isNotNull()
-    side = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here,
-            NOT_MATCHED_BY_SOURCE: ~s_here}
-    action: Column = F.lit(None).cast("int")
-    for index in reversed(range(len(clauses))):
-        clause = clauses[index]
-        test = side[clause.when]
-        if clause.condition:
-            test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
-        action = F.when(test, F.lit(index)).otherwise(action)
-    joined = joined.withColumn("__ducklake_action", action).where(
-        F.col("__ducklake_action").isNotNull()).cache()
+    # The source is evaluated once: it feeds the pruning join and the merge join, and it may
+    # be an expensive model query. Once cached, Spark knows its real size and can broadcast it.
+    src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
+    frame: DataFrame | None = None
     try:
+        if NOT_MATCHED_BY_SOURCE not in kinds:
+            pruned = _prune_by_source_keys(lake, state, src, on, t, s)
+            if pruned is None:  # an empty source changes nothing
+                return MergeResult(None, 0, 0, 0)
+            state = pruned
+        target = scan(lake.spark, state, metadata=True)
+        if NOT_MATCHED_BY_SOURCE not in kinds:
+            # Only target rows some source row matches can be touched: a semi join (broadcast
+            # when the source is small) keeps the merge join from shuffling the whole target.
+            target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
+        target = target.withColumn("__ducklake_t", F.lit(True))
+        how = {(True, True): "full", (True, False): "right", (False, True): "left",
+               (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
+        joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
+        frame = joined.select(*_outcome(clauses, columns, by_lower, t, s, source.columns)) \
+            .where(F.col(ACTION).isNotNull()).persist(StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
-        changed = joined.where(F.col("__ducklake_action").isin(touching))
-        duplicate = changed.groupBy(F.col(f"{_q(t)}.{ROW_ID}")).count() \
-            .where(F.col("count") > 1).limit(1).collect()
-        if duplicate:
-            raise SchemaMismatchError(
-                "MERGE matched one target row with more than one source row (row id "
-                f"{duplicate[0][0]}); make the ON condition match at most one source row per "
-                "target row, e.g. deduplicate the source on the merge key")
-        positions, inlined = locations(changed.select(
-            F.col(f"{_q(t)}.*")))
-        updates, inserts = [], []
-        for index, clause in enumerate(clauses):
-            rows = joined.where(F.col("__ducklake_action") == index)
-            if clause.action in ("update", "update_star"):
-                sets = _assignments(clause, by_lower, t, s, source.columns)
-                updates.append(rows.select(
-                    *[(F.expr(sets[c.column_name]).cast(_spark_type(c)) if c.column_name in sets
-                       else F.col(f"{_q(t)}.{_q(c.column_name)}")).alias(c.column_name)
-                      for c in columns],
-                    F.col(f"{_q(t)}.{ROW_ID}").alias(ROW_ID_COLUMN)))
-            elif clause.action in ("insert", "insert_star"):
-                sets = _assignments(clause, by_lower, t, s, source.columns)
-                inserts.append(rows.select(
-                    *[(F.expr(sets[c.column_name]) if c.column_name in sets
-                       else F.lit(None)).cast(_spark_type(c)).alias(c.column_name)
-                      for c in columns]))
-        if not positions and not inlined and not inserts:
+        positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
+        updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
+        inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]
+        names = [c.column_name for c in columns]
+        updates = frame.where(F.col(ACTION).isin(updating)).select(
+            *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None
+        inserts = frame.where(F.col(ACTION).isin(inserting)).select(*names) \
+            if inserting else None
+        if not positions and not inlined and not inserting:
             return MergeResult(None, 0, 0, 0)
         tx = table._tx(state)  # noqa: SLF001
         ref = TableRef(state.table.table_id)
         delete_files.delete(tx, ref, positions, inlined)
         inline_ok = can_inline(columns, lake.lake.dialect)
         updated = inserted = 0
-        for frames, row_ids in ((updates, True), (inserts, False)):
-            if not frames:
+        for rows, row_ids in ((updates, True), (inserts, False)):
+            if rows is None:
                 continue
-            frame = frames[0]
-            for other in frames[1:]:
-                frame = frame.unionByName(other)
             count = lake._stage_insert(  # noqa: SLF001
-                tx, ref, frame, state.table_dir, columns, state.schema.schema_id,
+                tx, ref, rows, state.table_dir, columns, state.schema.schema_id,
                 state.table.table_id, inline_ok=inline_ok, row_ids=row_ids)
             if row_ids:
                 updated = count
@@ -142,7 +126,132 @@ def merge_into(
         snapshot = lake.commit(tx, info)
         return MergeResult(snapshot, updated, touched - updated, inserted)
     finally:
-        joined.unpersist()
+        if frame is not None:
+            frame.unpersist()
+        src.unpersist()
+
+
+def _prune_by_source_keys(lake, state: TableState, src: DataFrame, on: str,  # noqa: ANN001
+                          t: str, s: str) -> TableState | None:
+    """The table state without the data files no source key can match (``None`` if the source
+    is empty), from the source's key range and the files' min/max statistics.
+
+    Only the equalities ``t.col = s.col`` among the ON condition's top-level ANDs count, and
+    only for columns whose type prunes exactly (:data:`.lake.pruning.PRUNABLE_TYPES`) and
+    whose source type is the same. One Spark job over the cached source gives the row count
+    and every key's range.
+    """
+    keys = []
+    source_types = {f.name.lower(): f.dataType for f in src.schema.fields}
+    by_lower = {c.column_name.lower(): c for c in state.columns}
+    for target_name, source_name in equi_keys(on, t, s):
+        column = by_lower.get(target_name)
+        if column is None or not pruning.prunable(column.type) or \
+                source_types.get(source_name) != _spark_type(column):
+            continue
+        keys.append((column, source_name))
+    row = src.agg(F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
+                                       for f in (F.min, F.max)]).first()
+    if not row[0]:
+        return None
+    ranges = []
+    for index, (column, _) in enumerate(keys):
+        low, high = row[1 + 2 * index], row[2 + 2 * index]
+        if low is None:  # every source key is NULL: equality matches no target row
+            return replace(state, data_files=[])
+        low_text, high_text = encode_value(low, column.type), encode_value(high, column.type)
+        if low_text is not None and high_text is not None:
+            ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
+    if not ranges or not state.data_files:
+        return state
+    with lake.lake.read() as conn:
+        bounds = lake.lake.file_column_bounds(state.table.table_id,
+                                              [r.column_id for r in ranges],
+                                              state.snapshot_id, conn)
+    return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds, ranges))
+
+
+def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
+    """(target column, source column), lower-cased, for each ``t.a = s.b`` that is one of the
+    ON condition's top-level AND terms; nothing for a condition sqlglot cannot parse."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(on, read="spark")
+    except sqlglot.errors.ParseError:
+        return []
+    terms = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    out = []
+    for term in terms:
+        if not isinstance(term, exp.EQ):
+            continue
+        left, right = term.this, term.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            continue
+        sides = {left.table.lower(): left.name.lower(), right.table.lower(): right.name.lower()}
+        if t.lower() in sides and s.lower() in sides and t.lower() != s.lower():
+            out.append((sides[t.lower()], sides[s.lower()]))
+    return out
+
+
+ACTION = "__ducklake_action"
+
+
+def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
+             by_lower: dict[str, str], t: str, s: str,
+             source_columns: Sequence[str]) -> list[Column]:
+    """The merge join's rows projected to what the writes need: the index of the clause that
+    applies (NULL for none), the target row's location and each column's new value.
+
+    Only the columns these expressions use are read from the target's files: for an
+    ``UPDATE SET *`` that is the merge key alone.
+    """
+    t_here, s_here = F.col(f"{_q(t)}.__ducklake_t").isNotNull(), \
+        F.col(f"{_q(s)}.__ducklake_s").isNotNull()
+    side = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: ~s_here}
+    action: Column = F.lit(None).cast("int")
+    for index in reversed(range(len(clauses))):
+        clause = clauses[index]
+        test = side[clause.when]
+        if clause.condition:
+            test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
+        action = F.when(test, F.lit(index)).otherwise(action)
+    values: dict[str, Column] = {c.column_name: F.lit(None) for c in columns}
+    for index in reversed(range(len(clauses))):
+        clause = clauses[index]
+        if clause.action not in ("update", "update_star", "insert", "insert_star"):
+            continue
+        sets = _assignments(clause, by_lower, t, s, source_columns)
+        updating = clause.action.startswith("update")
+        for c in columns:
+            name = c.column_name
+            if name in sets:
+                value = F.expr(sets[name])
+            elif updating:
+                value = F.col(f"{_q(t)}.{_q(name)}")
+            else:
+                value = F.lit(None)
+            values[name] = F.when(F.col(ACTION) == index, value).otherwise(values[name])
+    return [action.alias(ACTION),
+            *[F.col(f"{_q(t)}.{m}").alias(m) for m in (FILE_ID, POSITION, ROW_ID)],
+            *[values[c.column_name].cast(_spark_type(c)).alias(c.column_name)
+              for c in columns]]
+
+
+def _touched(rows: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+    """Positions (per data file) and inlined row ids of the target rows the merge updates or
+    deletes, collected in one pass that also refuses a row matched twice."""
+    table = rows.select(FILE_ID, POSITION, ROW_ID).toArrow()
+    row_ids = table.column(2)
+    if pc.count_distinct(row_ids).as_py() != len(row_ids):
+        counts = pc.value_counts(row_ids)
+        twice = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+        raise SchemaMismatchError(
+            "MERGE matched one target row with more than one source row (row id "
+            f"{twice[0].as_py()}); make the ON condition match at most one source row per "
+            "target row, e.g. deduplicate the source on the merge key")
+    return arrow_locations(table)
 
 
 def _assignments(clause: MergeClause, columns: dict[str, str], t: str, s: str,

@@ -672,6 +672,27 @@ class Lake:
             for r in rows
         }
 
+    def file_column_bounds(
+        self, table_id: int, column_ids: Sequence[int], at: int, conn: Connection,
+    ) -> dict[int, dict[int, tuple[str | None, str | None]]]:
+        """Data file id -> {column id: (min_value, max_value)} for the files live at ``at``."""
+        if not column_ids:
+            return {}
+        ids = sorted(set(column_ids))
+        marks = ", ".join(f":c{i}" for i in range(len(ids)))
+        rows = conn.execute(
+            text(f"SELECT s.data_file_id, s.column_id, s.min_value, s.max_value FROM "
+                 f"{self.t('ducklake_file_column_stats')} s JOIN "
+                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
+                 f"WHERE s.table_id = :t AND s.column_id IN ({marks}) AND "
+                 + visible("f")),
+            {"t": table_id, "s": at, **{f"c{i}": v for i, v in enumerate(ids)}},
+        ).all()
+        out: dict[int, dict[int, tuple[str | None, str | None]]] = {}
+        for fid, cid, low, high in rows:
+            out.setdefault(int(fid), {})[int(cid)] = (low, high)
+        return out
+
     def file_partition_columns(self, file_ids: Sequence[int], conn: Connection
                                ) -> dict[int, dict[int, str | None]]:
         """Data file id -> {column id: partition value text} for the given files.

@@ -1,0 +1,60 @@
+"""File pruning by column bounds, and the merge keys it is driven by (no JVM)."""
+
+from __future__ import annotations
+
+from dbt.adapters.ducklake.lake.models import DataFile
+from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable
+from dbt.adapters.ducklake.lake.types import LakeType
+from dbt.adapters.ducklake.merge import equi_keys
+
+parse_type = LakeType.parse
+
+
+def _file(fid: int) -> DataFile:
+    return DataFile(fid, 1, 1, None, None, f"f{fid}.parquet", True, "parquet", 10, 100, None,
+                    0, None, None, None, None)
+
+
+def test_files_overlapping_the_range_are_kept():
+    files = [_file(i) for i in range(5)]
+    bounds = {0: {1: ("0", "9")}, 1: {1: ("10", "19")}, 2: {1: ("20", "29")},
+              3: {1: (None, None)}}  # file 4 has no bounds at all
+    kept = files_in_ranges(files, bounds, [KeyRange(1, parse_type("int64"), "15", "20")])
+    assert [f.data_file_id for f in kept] == [1, 2, 3, 4]
+
+
+def test_values_compare_by_value_not_text():
+    files = [_file(0), _file(1)]
+    bounds = {0: {1: ("2024-01-01", "2024-01-31")}, 1: {1: ("2024-02-01", "2024-02-29")}}
+    kept = files_in_ranges(files, bounds,
+                           [KeyRange(1, parse_type("date"), "2024-02-10", "2024-02-11")])
+    assert [f.data_file_id for f in kept] == [1]
+    numbers = {0: {1: ("9", "9")}, 1: {1: ("10", "100")}}
+    kept = files_in_ranges(files, numbers, [KeyRange(1, parse_type("int32"), "50", "60")])
+    assert [f.data_file_id for f in kept] == [1]  # as text, "9" > "60"
+
+
+def test_every_range_must_overlap():
+    files = [_file(0)]
+    bounds = {0: {1: ("0", "9"), 2: ("100", "200")}}
+    ranges = [KeyRange(1, parse_type("int64"), "5", "5"),
+              KeyRange(2, parse_type("int64"), "300", "400")]
+    assert files_in_ranges(files, bounds, ranges) == []
+
+
+def test_only_exact_ordered_types_prune():
+    assert prunable(parse_type("int64")) and prunable(parse_type("decimal(18,3)"))
+    assert prunable(parse_type("date")) and prunable(parse_type("timestamp"))
+    for name in ("varchar", "float64", "float32", "timestamptz", "boolean", "uuid", "blob"):
+        assert not prunable(parse_type(name)), name
+
+
+def test_merge_keys_are_the_top_level_equalities_between_the_aliases():
+    assert equi_keys("t.id = s.id", "t", "s") == [("id", "id")]
+    assert equi_keys("s.K = t.Key AND t.day = s.day AND t.v < s.v", "t", "s") == [
+        ("key", "k"), ("day", "day")]
+    assert equi_keys("`T`.`id` = `s`.`id`", "t", "s") == [("id", "id")]
+    assert equi_keys("t.id = s.id OR t.x = s.x", "t", "s") == []
+    assert equi_keys("t.id = 5", "t", "s") == []
+    assert equi_keys("t.id = s.id + 1", "t", "s") == []
+    assert equi_keys("not ) valid", "t", "s") == []
