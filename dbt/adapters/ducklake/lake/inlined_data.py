@@ -16,7 +16,7 @@ from sqlalchemy import Connection, text
 
 from . import stats as lake_stats
 from .commit import CommitContext, quote_name
-from .inlined_values import decode_inlined, encode_inlined, inlined_column_type
+from .inlined_values import encode_inlined, inlined_column_type, inlined_decoder
 from .models import ColumnInfo, FileColumnStats, InlinedDataTable
 
 if TYPE_CHECKING:
@@ -234,10 +234,9 @@ def read_rows(
             cols = list(version_columns)
         keep = [i for i, c in enumerate(cols) if c is not None]
         kept_cols = tuple(cols[i] for i in keep)  # type: ignore[misc]
-        values = [
-            tuple(decode_inlined(r[3 + i], cols[i], lake.dialect) for i in keep)  # type: ignore[arg-type]
-            for r in raw
-        ]
+        decoders = [(3 + i, inlined_decoder(cols[i], lake.dialect))  # type: ignore[arg-type]
+                    for i in keep]
+        values = [tuple(decode(r[i]) for i, decode in decoders) for r in raw]
         out.append(InlinedRows(
             tuple(c.column_id for c in kept_cols), kept_cols,
             [int(r[0]) for r in raw], [int(r[1]) for r in raw],

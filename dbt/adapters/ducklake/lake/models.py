@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from .types import LakeType
+
+
+@lru_cache(maxsize=4096)
+def _parsed_type(text: str) -> LakeType:
+    """Column types are parsed per value when inlined rows are decoded: parse each once."""
+    return LakeType.parse(text)
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,7 @@ class ColumnInfo:
 
     @property
     def type(self) -> LakeType:
-        return LakeType.parse(self.column_type)
+        return _parsed_type(self.column_type)
 
     def walk(self) -> list[ColumnInfo]:
         """This node and all its descendants, parents before children (DuckLake id order)."""

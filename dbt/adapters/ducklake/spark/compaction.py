@@ -34,7 +34,15 @@ from ..lake.flush import FlushedFile, stage_flush
 from ..lake.models import ColumnInfo, TableInfo
 from ..lake.partitions import keys_of_spec
 from . import write as spark_write
-from .read import ROW_ID, SNAPSHOT_ID, TableState, load_state, local_frame, scan, to_spark_value
+from .read import (
+    ROW_ID,
+    SNAPSHOT_ID,
+    TableState,
+    load_state,
+    local_frame,
+    scan,
+    spark_converter,
+)
 from .types import spark_type
 
 if TYPE_CHECKING:
@@ -252,7 +260,8 @@ def _block_frame(slake: SparkLake, block: inlined_data.InlinedRows,
     schema = StructType([StructField(c.column_name, spark_type(c), True) for c in columns]
                         + [StructField(ROW_ID_COLUMN, LongType(), True),
                            StructField(SNAPSHOT_ID_COLUMN, LongType(), True)])
-    data = [tuple(to_spark_value(v, c) for v, c in zip(values, columns)) + (rid, begin)
+    convert = [spark_converter(c) for c in columns]
+    data = [tuple(to(v) for v, to in zip(values, convert)) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)]
     return local_frame(slake.spark, data, schema)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -463,8 +463,9 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             [StructField(c.column_name, spark_type(c), True) for c in cols]
             + [StructField(ROW_ID, LongType(), True), StructField(SNAPSHOT_ID, LongType(), True)]
         )
+        convert = [(i, spark_converter(c)) for i, c in zip(index, cols)]
         rows = [
-            tuple(to_spark_value(values[i], c) for i, c in zip(index, cols)) + (rid, begin)
+            tuple(to(values[i]) for i, to in convert) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)
         ]
         df = local_frame(spark, rows, schema)
@@ -484,6 +485,23 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             .alias(POSITION), F.col(ROW_ID), F.col(SNAPSHOT_ID),
             F.lit(None).cast("long").alias(EMBEDDED_SNAPSHOT_ID)))
     return frames
+
+
+# Types whose decoded catalog values Spark takes as they are.
+_AS_IS = frozenset({"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "float32", "float64", "decimal", "varchar", "blob", "date", "timestamp",
+                    "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"})
+
+
+def spark_converter(column: ColumnInfo) -> Callable[[Any], Any]:
+    """:func:`to_spark_value` for one column; the identity where it would change nothing."""
+    if column.type.name in _AS_IS:
+        return _identity
+    return lambda value: to_spark_value(value, column)
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def to_spark_value(value: Any, column: ColumnInfo) -> Any:
