@@ -664,14 +664,16 @@ def update_table_stats(
         "WHERE table_id = :t",
         {"t": table.table_id, "r": added_rows, "n": row_id_advance, "b": added_bytes},
     )
-    for column_id, s in merged.items():
-        ctx.exec(
+    # Only the rows the commit widened, in one batch: a small commit to a wide table would
+    # otherwise pay one catalog round trip per column for rows that stay as they are.
+    changed = [{"cn": s.contains_null, "nan": s.contains_nan, "mn": s.min_value,
+                "mx": s.max_value, "t": table.table_id, "c": column_id}
+               for column_id, s in merged.items() if s != existing.get(column_id)]
+    if changed:
+        ctx.conn.execute(text(
             f"UPDATE {ctx.t('ducklake_table_column_stats')} SET contains_null = :cn, "
             "contains_nan = :nan, min_value = :mn, max_value = :mx "
-            "WHERE table_id = :t AND column_id = :c",
-            {"cn": s.contains_null, "nan": s.contains_nan, "mn": s.min_value,
-             "mx": s.max_value, "t": table.table_id, "c": column_id},
-        )
+            "WHERE table_id = :t AND column_id = :c"), changed)
     return current.next_row_id
 
 

@@ -283,25 +283,28 @@ class SparkLake:
         """
         with self.lake.read() as conn:
             limit = self.lake.inlining_row_limit(conn, schema_id, table_id)
-            compression = lake_options.parquet_compression(self.lake, conn, schema_id, table_id)
-            if partition_keys is None:
-                partition_keys = ()
-                if table_id is not None:
-                    spec = self.lake.partition_spec(
-                        table_id, self.lake.latest_snapshot(conn).snapshot_id, conn)
-                    if spec is not None:
-                        partition_keys = keys_of_spec(spec, columns)
         rows: pa.Table | None = None
         new_files: list[data_files.NewDataFile] = []
         if isinstance(df, pa.Table):
             if inline_ok and limit > 0 and df.num_rows <= limit:
-                # Driver-side rows within the limit: inlined without a Spark job.
+                # Driver-side rows within the limit: inlined without a Spark job (and without
+                # the catalog reads only a file write needs: a streaming commit is latency).
                 rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
                 spark_write.check_not_null(rows, columns)
             else:
                 df = self.spark.createDataFrame(df, schema=from_arrow_schema(
                     df.schema, prefer_timestamp_ntz=True))
         if rows is None:
+            with self.lake.read() as conn:
+                compression = lake_options.parquet_compression(self.lake, conn, schema_id,
+                                                               table_id)
+                if partition_keys is None:
+                    partition_keys = ()
+                    if table_id is not None:
+                        spec = self.lake.partition_spec(
+                            table_id, self.lake.latest_snapshot(conn).snapshot_id, conn)
+                        if spec is not None:
+                            partition_keys = keys_of_spec(spec, columns)
             conformed = spark_write.conform(df, columns, row_ids=row_ids)
             if inline_ok and limit > 0 and df.isLocal():
                 local = spark_write.local_rows(conformed)
