@@ -2,7 +2,7 @@
 
 Needs only matplotlib (no Spark, no dbt), so it can run from a separate environment::
 
-    /work/bench-venv/bin/python benchmarks/plot.py
+    python benchmarks/plot.py
 
 Bars are medians; error bars span min..max of the repetitions.
 """
@@ -28,7 +28,8 @@ PANELS: dict[str, list[tuple[str, bool]]] = {
                   ("aggregations (inlined)", True), ("aggregations (flushed)", True)],
     "merge": [("time", False), ("bytes written", True)],
     "planning": [("plan", False)],
-    "compaction": [("scan before", True), ("scan after", True)],
+    "compaction": [("scan before", True), ("scan after", True),
+                   ("merge adjacent files", True)],
     "dbt_project": [("dbt build (first)", False), ("dbt build (incremental)", False)],
 }
 
@@ -51,7 +52,7 @@ def plot(path: str) -> str:
     with open(path) as f:
         data = json.load(f)
     name = os.path.basename(path)[:-5]
-    panels = PANELS[data["benchmark"]]
+    panels = PANELS[data["benchmark"].split("-")[0]]  # merge-recent is drawn as merge
     width = max(4.2 * len(panels), 7.5)
     fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.8), squeeze=False)
     for ax, (metric, log) in zip(axes[0], panels):
