@@ -92,8 +92,10 @@ def merge_into(
         how = {(True, True): "full", (True, False): "right", (False, True): "left",
                (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
         joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
-        frame = joined.select(*_outcome(clauses, columns, by_lower, t, s, source.columns)) \
-            .where(F.col(ACTION).isNotNull()).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = joined.withColumn(ACTION, _action(clauses, t, s)) \
+            .where(F.col(ACTION).isNotNull()) \
+            .select(*_outcome(clauses, columns, by_lower, t, s, source.columns)) \
+            .persist(StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
@@ -198,15 +200,8 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
 ACTION = "__ducklake_action"
 
 
-def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
-             by_lower: dict[str, str], t: str, s: str,
-             source_columns: Sequence[str]) -> list[Column]:
-    """The merge join's rows projected to what the writes need: the index of the clause that
-    applies (NULL for none), the target row's location and each column's new value.
-
-    Only the columns these expressions use are read from the target's files: for an
-    ``UPDATE SET *`` that is the merge key alone.
-    """
+def _action(clauses: Sequence[MergeClause], t: str, s: str) -> Column:
+    """The index of the first clause that applies to a joined row, NULL for none."""
     t_here, s_here = F.col(f"{_q(t)}.__ducklake_t").isNotNull(), \
         F.col(f"{_q(s)}.__ducklake_s").isNotNull()
     side = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: ~s_here}
@@ -217,6 +212,18 @@ def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
         if clause.condition:
             test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
         action = F.when(test, F.lit(index)).otherwise(action)
+    return action
+
+
+def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
+             by_lower: dict[str, str], t: str, s: str,
+             source_columns: Sequence[str]) -> list[Column]:
+    """The merge join's rows projected to what the writes need: the clause index
+    (:data:`ACTION`), the target row's location and each column's new value.
+
+    Only the columns these expressions use are read from the target's files: for an
+    ``UPDATE SET *`` that is the merge key alone.
+    """
     values: dict[str, Column] = {c.column_name: F.lit(None) for c in columns}
     for index in reversed(range(len(clauses))):
         clause = clauses[index]
@@ -233,7 +240,7 @@ def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
             else:
                 value = F.lit(None)
             values[name] = F.when(F.col(ACTION) == index, value).otherwise(values[name])
-    return [action.alias(ACTION),
+    return [F.col(ACTION),
             *[F.col(f"{_q(t)}.{m}").alias(m) for m in (FILE_ID, POSITION, ROW_ID)],
             *[values[c.column_name].cast(_spark_type(c)).alias(c.column_name)
               for c in columns]]
