@@ -151,3 +151,14 @@ def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engi
     assert rows.count() == 4500
     assert rows.where("v = 'new'").count() == 1000
     assert_same(duck, "t", rows)
+
+
+def test_a_bad_condition_fails_even_when_the_source_is_empty(spark, lake, engine):  # noqa: ANN001
+    from pyspark.errors import AnalysisException
+
+    engine.execute("CREATE TABLE `main.t` AS SELECT id FROM range(5)")
+    before = len(lake.snapshots())
+    with pytest.raises(AnalysisException, match="nosuchcolumn"):
+        engine.execute("MERGE INTO `main.t` t USING (SELECT id FROM range(0)) s "
+                       "ON t.nosuchcolumn = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert len(lake.snapshots()) == before

@@ -77,12 +77,9 @@ def merge_into(
     # be an expensive model query. Once cached, Spark knows its real size and can broadcast it.
     src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
     frame: DataFrame | None = None
-    try:
-        if NOT_MATCHED_BY_SOURCE not in kinds:
-            pruned = _prune_by_source_keys(lake, state, src, on, t, s)
-            if pruned is None:  # an empty source changes nothing
-                return MergeResult(None, 0, 0, 0)
-            state = pruned
+
+    def plan(state: TableState) -> DataFrame:
+        """The merge's outcome rows; building it analyses the ON condition and clauses."""
         target = scan(lake.spark, state, metadata=True)
         if NOT_MATCHED_BY_SOURCE not in kinds:
             # Only target rows some source row matches can be touched: a semi join (broadcast
@@ -92,10 +89,20 @@ def merge_into(
         how = {(True, True): "full", (True, False): "right", (False, True): "left",
                (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
         joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
-        frame = joined.withColumn(ACTION, _action(clauses, t, s)) \
+        return joined.withColumn(ACTION, _action(clauses, t, s)) \
             .where(F.col(ACTION).isNotNull()) \
-            .select(*_outcome(clauses, columns, by_lower, t, s, source.columns)) \
-            .persist(StorageLevel.MEMORY_AND_DISK)
+            .select(*_outcome(clauses, columns, by_lower, t, s, source.columns))
+
+    try:
+        if NOT_MATCHED_BY_SOURCE not in kinds:
+            pruned = _prune_by_source_keys(lake, state, src, on, t, s)
+            if pruned is None:
+                # An empty source changes nothing, but a bad ON condition or clause must fail
+                # as it would with rows: planning (no Spark job) analyses them.
+                plan(state)
+                return MergeResult(None, 0, 0, 0)
+            state = pruned
+        frame = plan(state).persist(StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
