@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
@@ -386,9 +386,9 @@ class Lake:
             return self._snapshot(row)
         if timestamp is not None:
             when = as_timestamp(timestamp)
-            rows = conn.execute(
+            rows = cast("Sequence[tuple[int, datetime | str]]", conn.execute(
                 text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
-            ).all()
+            ).all())
             best = None
             for sid, stime in rows:
                 t = parse_time(stime)
@@ -410,9 +410,9 @@ class Lake:
             with self.read() as c:
                 return self.snapshot_at_or_after(timestamp, c)
         when = as_timestamp(timestamp)
-        rows = conn.execute(
+        rows = cast("Sequence[tuple[int, datetime | str]]", conn.execute(
             text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
-        ).all()
+        ).all())
         best = None
         for sid, stime in rows:
             t = parse_time(stime)
@@ -539,11 +539,12 @@ class Lake:
         return None if row is None else row[0]
 
     def column_comments(self, table_id: int, conn: Connection,
-                        at: int | None = None) -> dict[int, str]:
-        rows = conn.execute(
+                        at: int | None = None) -> dict[int, str | None]:
+        """Column id -> comment; ``None`` where a comment was removed (``IS NULL``)."""
+        rows = cast("Sequence[tuple[int, str | None]]", conn.execute(
             text(f"SELECT column_id, value FROM {self.t('ducklake_column_tag')} WHERE "
                  f"table_id = :t AND key = 'comment' AND {visible()}"),
-            {"t": table_id, "s": self._at(at, conn)}).all()
+            {"t": table_id, "s": self._at(at, conn)}).all())
         return {int(c): v for c, v in rows}
 
     def table_by_id(self, table_id: int, at: int, conn: Connection) -> TableInfo | None:
@@ -613,12 +614,12 @@ class Lake:
         return {r[4]: _delete_file(r) for r in rows}
 
     def inlined_data_tables(self, table_id: int, conn: Connection) -> list[InlinedDataTable]:
-        rows = conn.execute(
+        rows = cast("Sequence[tuple[int, str, int]]", conn.execute(
             text(f"SELECT table_id, table_name, schema_version FROM "
                  f"{self.t('ducklake_inlined_data_tables')} WHERE table_id = :t "
                  "ORDER BY schema_version"),
             {"t": table_id},
-        ).all()
+        ).all())
         return [InlinedDataTable(int(a), b, int(c)) for a, b, c in rows]
 
     def has_table(self, name: str, conn: Connection) -> bool:
@@ -680,14 +681,14 @@ class Lake:
             return {}
         ids = sorted(set(column_ids))
         marks = ", ".join(f":c{i}" for i in range(len(ids)))
-        rows = conn.execute(
+        rows = cast("Sequence[tuple[int, int, str | None, str | None]]", conn.execute(
             text(f"SELECT s.data_file_id, s.column_id, s.min_value, s.max_value FROM "
                  f"{self.t('ducklake_file_column_stats')} s JOIN "
                  f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
                  f"WHERE s.table_id = :t AND s.column_id IN ({marks}) AND "
                  + visible("f")),
             {"t": table_id, "s": at, **{f"c{i}": v for i, v in enumerate(ids)}},
-        ).all()
+        ).all())
         out: dict[int, dict[int, tuple[str | None, str | None]]] = {}
         for fid, cid, low, high in rows:
             out.setdefault(int(fid), {})[int(cid)] = (low, high)
@@ -704,7 +705,7 @@ class Lake:
             return {}
         ids = sorted(set(file_ids))
         marks = ", ".join(f":f{i}" for i in range(len(ids)))
-        rows = conn.execute(
+        rows = cast("Sequence[tuple[int, int, str | None]]", conn.execute(
             text(f"SELECT v.data_file_id, c.column_id, v.partition_value FROM "
                  f"{self.t('ducklake_file_partition_value')} v JOIN "
                  f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
@@ -712,7 +713,7 @@ class Lake:
                  "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index "
                  f"WHERE v.data_file_id IN ({marks})"),
             {f"f{i}": v for i, v in enumerate(ids)},
-        ).all()
+        ).all())
         out: dict[int, dict[int, str | None]] = {}
         for fid, cid, value in rows:
             out.setdefault(int(fid), {})[int(cid)] = value
@@ -726,12 +727,12 @@ class Lake:
         ).first()
         if row is None:
             return None
-        cols = conn.execute(
+        cols = cast("Sequence[tuple[int, int, str]]", conn.execute(
             text(f"SELECT partition_key_index, column_id, transform FROM "
                  f"{self.t('ducklake_partition_column')} WHERE partition_id = :p AND "
                  "table_id = :t ORDER BY partition_key_index"),
             {"p": row[0], "t": table_id},
-        ).all()
+        ).all())
         if not cols:
             return None
         return PartitionSpec(int(row[0]), table_id,

@@ -20,8 +20,10 @@ No Spark here: the rows themselves are read by :mod:`..spark.changes`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import Connection, text
 
@@ -130,9 +132,9 @@ def deletion_scans(lake: Lake, table_id: int, span: ChangeRange,
             inlined.get(data_file.data_file_id, {})))
     with_delete_file = {d.data_file_id for d in deletes if d.begin_snapshot <= span.end}
     for data_file_id, rows in sorted(inlined.items()):
-        data_file = data.get(data_file_id)
-        if data_file is None or data_file_id in with_delete_file:
+        if data_file_id not in data or data_file_id in with_delete_file:
             continue
+        data_file = data[data_file_id]
         ended = data_file.end_snapshot
         if ended is not None and span.start <= ended <= span.end:
             continue
@@ -147,10 +149,11 @@ def _inlined_file_deletes(lake: Lake, table_id: int, span: ChangeRange,
     if not lake.has_table(name, conn):
         return {}
     out: dict[int, dict[int, int]] = {}
-    for fid, pos, sid in conn.execute(
-            text(f"SELECT file_id, row_id, begin_snapshot FROM {lake.t(name)} "
-                 "WHERE begin_snapshot >= :s AND begin_snapshot <= :e"),
-            {"s": span.start, "e": span.end}).all():
+    rows = cast("Sequence[tuple[int, int, int]]", conn.execute(
+        text(f"SELECT file_id, row_id, begin_snapshot FROM {lake.t(name)} "
+             "WHERE begin_snapshot >= :s AND begin_snapshot <= :e"),
+        {"s": span.start, "e": span.end}).all())
+    for fid, pos, sid in rows:
         out.setdefault(int(fid), {})[int(pos)] = int(sid)
     return out
 

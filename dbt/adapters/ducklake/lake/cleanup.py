@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import cast
 
 from sqlalchemy import Connection, text
 
@@ -71,26 +73,28 @@ def canonical(path: str) -> str:
 def referenced_paths(lake: Lake, conn: Connection) -> set[str]:
     """Absolute paths of every data and delete file any catalog row names."""
     dirs: dict[int, set[str]] = {}
-    for tid, tpath, trel, spath, srel in conn.execute(text(
-            f"SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM "
-            f"{lake.t('ducklake_table')} t JOIN {lake.t('ducklake_schema')} s "
-            "ON s.schema_id = t.schema_id")).all():
+    tables = cast("Sequence[tuple[int, str, bool | int, str, bool | int]]", conn.execute(text(
+        f"SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM "
+        f"{lake.t('ducklake_table')} t JOIN {lake.t('ducklake_schema')} s "
+        "ON s.schema_id = t.schema_id")).all())
+    for tid, tpath, trel, spath, srel in tables:
         schema_dir = join_path(lake.data_path, spath, bool(srel))
         dirs.setdefault(int(tid), set()).add(normalise_dir(join_path(schema_dir, tpath,
                                                                      bool(trel))))
     out = set()
     for name in ("ducklake_data_file", "ducklake_delete_file"):
-        for tid, path, rel in conn.execute(text(
-                f"SELECT table_id, path, path_is_relative FROM {lake.t(name)}")).all():
+        files = cast("Sequence[tuple[int, str, bool | int]]", conn.execute(text(
+            f"SELECT table_id, path, path_is_relative FROM {lake.t(name)}")).all())
+        for tid, path, rel in files:
             for table_dir in dirs.get(int(tid), {""}):
                 out.add(canonical(join_path(table_dir, path, bool(rel))))
     return out
 
 
 def _scheduled(lake: Lake, conn: Connection) -> list[tuple[int, str, datetime | None]]:
-    rows = conn.execute(text(
+    rows = cast("Sequence[tuple[int, str, bool | int, datetime | str | None]]", conn.execute(text(
         f"SELECT data_file_id, path, path_is_relative, schedule_start FROM "
-        f"{lake.t('ducklake_files_scheduled_for_deletion')}")).all()
+        f"{lake.t('ducklake_files_scheduled_for_deletion')}")).all())
     from .catalog import parse_time
 
     return [(int(fid), canonical(join_path(lake.data_path, path, bool(rel))),

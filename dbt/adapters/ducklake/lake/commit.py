@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -439,11 +439,11 @@ class Transaction:
 
     def _check_conflicts(self, conn: Connection, latest: Snapshot) -> None:
         lake = self.lake
-        rows = conn.execute(
+        rows = cast("Sequence[tuple[str | None]]", conn.execute(
             text(f"SELECT changes_made FROM {lake.t('ducklake_snapshot_changes')} "
                  "WHERE snapshot_id > :b"),
             {"b": self.base.snapshot_id},
-        ).all()
+        ).all())
         theirs: list[str] = []
         from .models import split_changes
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from sqlalchemy import Connection, text
 
@@ -80,17 +81,19 @@ def schema_version_of(ranges: Sequence[tuple[int, int]], begin_snapshot: int) ->
 
 def candidates(lake: Lake, conn: Connection, table_id: int, at: int) -> list[SourceFile]:
     """Live data files of a table at ``at``, in DuckDB's compaction order."""
-    ranges = [(int(b), int(v)) for b, v in conn.execute(
+    versions = cast("Sequence[tuple[int, int]]", conn.execute(
         text(f"SELECT begin_snapshot, schema_version FROM {lake.t('ducklake_schema_versions')} "
-             "WHERE table_id = :t ORDER BY begin_snapshot"), {"t": table_id}).all()]
+             "WHERE table_id = :t ORDER BY begin_snapshot"), {"t": table_id}).all())
+    ranges = [(int(b), int(v)) for b, v in versions]
     files = lake.data_files(table_id, at, conn)
     deletes = lake.delete_files(table_id, at, conn)
     inlined = inlined_data.read_file_deletes(lake, conn, table_id, at)
     values: dict[int, dict[int, str | None]] = {}
-    for fid, index, value in conn.execute(
-            text(f"SELECT data_file_id, partition_key_index, partition_value FROM "
-                 f"{lake.t('ducklake_file_partition_value')} WHERE table_id = :t"),
-            {"t": table_id}).all():
+    partition_values = cast("Sequence[tuple[int, int, str | None]]", conn.execute(
+        text(f"SELECT data_file_id, partition_key_index, partition_value FROM "
+             f"{lake.t('ducklake_file_partition_value')} WHERE table_id = :t"),
+        {"t": table_id}).all())
+    for fid, index, value in partition_values:
         values.setdefault(int(fid), {})[int(index)] = value
     out = []
     for f in files:
@@ -163,10 +166,10 @@ def sort_keys(lake: Lake, conn: Connection, table_id: int, at: int) -> list[Sort
         {"t": table_id, "s": at}).first()
     if row is None:
         return []
-    rows = conn.execute(
+    rows = cast("Sequence[tuple[str, str | None, str | None, str | None]]", conn.execute(
         text(f"SELECT expression, dialect, sort_direction, null_order FROM "
              f"{lake.t('ducklake_sort_expression')} WHERE sort_id = :i AND table_id = :t "
-             "ORDER BY sort_key_index"), {"i": row[0], "t": table_id}).all()
+             "ORDER BY sort_key_index"), {"i": row[0], "t": table_id}).all())
     return [SortKey(e, d or "duckdb", (direction or "").upper() == "DESC",
                     (nulls or "").upper() == "NULLS_FIRST") for e, d, direction, nulls in rows]
 

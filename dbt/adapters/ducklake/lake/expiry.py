@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import cast
 
 from sqlalchemy import Connection, text
 
@@ -74,8 +75,8 @@ def _run(lake: Lake, older_than: datetime | str | None, versions: Sequence[int] 
         if cutoff is None and not versions:
             return ExpireResult((), 0, (), dry_run)
         latest = lake.latest_snapshot(conn).snapshot_id
-        rows = conn.execute(text(f"SELECT snapshot_id, snapshot_time FROM "
-                                 f"{lake.t('ducklake_snapshot')}")).all()
+        rows = cast("Sequence[tuple[int, datetime | str]]", conn.execute(text(
+            f"SELECT snapshot_id, snapshot_time FROM {lake.t('ducklake_snapshot')}")).all())
         wanted = {int(v) for v in versions or ()}
         unknown = wanted - {int(r[0]) for r in rows}
         if unknown:
@@ -125,9 +126,9 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
     tmarks, tparams = _marks(purged, "t")
     table_filter = f"table_id IN ({tmarks}) OR " if purged else ""
     paths = _table_dirs(lake, conn)
-    data_rows = conn.execute(text(
+    data_rows = cast("Sequence[tuple[int, int, str, bool | int]]", conn.execute(text(
         f"SELECT data_file_id, table_id, path, path_is_relative FROM {t('ducklake_data_file')} "
-        f"WHERE {table_filter}({unseen})"), tparams).all()
+        f"WHERE {table_filter}({unseen})"), tparams).all())
     scheduled = 0
     now = lake.encode_time(datetime.now(timezone.utc))
     data_ids = [int(r[0]) for r in data_rows]
@@ -141,9 +142,9 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
                      "ducklake_file_variant_stats", "ducklake_file_partition_value"):
             conn.execute(text(f"DELETE FROM {t(name)} WHERE data_file_id IN ({dmarks})"),
                          dparams)
-    delete_rows = conn.execute(text(
+    delete_rows = cast("Sequence[tuple[int, int, str, bool | int, int]]", conn.execute(text(
         f"SELECT delete_file_id, table_id, path, path_is_relative, data_file_id FROM "
-        f"{t('ducklake_delete_file')}")).all()
+        f"{t('ducklake_delete_file')}")).all())
     gone = set(data_ids)
     doomed = []
     unseen_deletes = {int(r[0]) for r in conn.execute(text(
@@ -184,10 +185,10 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
 
 def _table_dirs(lake: Lake, conn: Connection) -> dict[int, str]:
     """Every table's directory (any version of its row), for paths of files being scheduled."""
-    rows = conn.execute(text(
+    rows = cast("Sequence[tuple[int, str, bool | int, str, bool | int]]", conn.execute(text(
         f"SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM "
         f"{lake.t('ducklake_table')} t JOIN {lake.t('ducklake_schema')} s "
-        "ON s.schema_id = t.schema_id ORDER BY t.begin_snapshot")).all()
+        "ON s.schema_id = t.schema_id ORDER BY t.begin_snapshot")).all())
     out = {}
     for tid, tpath, trel, spath, srel in rows:
         schema_dir = join_path(lake.data_path, spath, bool(srel))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, text
 
@@ -232,10 +232,9 @@ def read_rows(
         cols = [by_name.get(n) for n in physical]
         if any(c is None for c in cols) and len(physical) == len(version_columns):
             cols = list(version_columns)
-        keep = [i for i, c in enumerate(cols) if c is not None]
-        kept_cols = tuple(cols[i] for i in keep)  # type: ignore[misc]
-        decoders = [(3 + i, inlined_decoder(cols[i], lake.dialect))  # type: ignore[arg-type]
-                    for i in keep]
+        keep = [(i, c) for i, c in enumerate(cols) if c is not None]
+        kept_cols = tuple(c for _, c in keep)
+        decoders = [(3 + i, inlined_decoder(c, lake.dialect)) for i, c in keep]
         values = [tuple(decode(r[i]) for i, decode in decoders) for r in raw]
         out.append(InlinedRows(
             tuple(c.column_id for c in kept_cols), kept_cols,
@@ -252,9 +251,9 @@ def read_file_deletes(
     name = inlined_delete_table(table_id)
     if not lake.has_table(name, conn):
         return {}
-    rows = conn.execute(
+    rows = cast("Sequence[tuple[int, int, int]]", conn.execute(
         text(f"SELECT file_id, row_id, begin_snapshot FROM {lake.t(name)} "
-             "WHERE begin_snapshot <= :s"), {"s": at}).all()
+             "WHERE begin_snapshot <= :s"), {"s": at}).all())
     out: dict[int, list[tuple[int, int]]] = {}
     for fid, pos, sid in rows:
         out.setdefault(int(fid), []).append((int(pos), int(sid)))

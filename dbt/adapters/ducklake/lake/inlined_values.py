@@ -32,6 +32,7 @@ Everything here was checked against DuckDB 1.5.5 with the ``ducklake`` extension
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import re
@@ -181,8 +182,8 @@ def encode_inlined(value: Any, column: ColumnInfo, dialect: str) -> Any:
         number = _as_int(value, name)
         return str(number) if name in _TEXT_INTEGERS else number
     if name in ("float32", "float64"):
-        number = _as_float(value, name == "float32")
-        return _float_text(number, name == "float32") if backend == SQLITE else number
+        real = _as_float(value, name == "float32")
+        return _float_text(real, name == "float32") if backend == SQLITE else real
     if name == "decimal":
         text = _decimal_text(value, lt)
         return text if backend == SQLITE else Decimal(text)
@@ -949,7 +950,7 @@ class _Parser:
         self.i = end
         return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
 
-    def map(self, column: ColumnInfo) -> list[tuple[Any, Any]]:
+    def map(self, column: ColumnInfo) -> builtins.list[tuple[Any, Any]]:  # not _Parser.list
         key_col, value_col = _child(column, "key"), _child(column, "value")
         self.expect("{")
         self.skip()

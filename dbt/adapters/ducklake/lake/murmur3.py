@@ -127,7 +127,7 @@ def hash_bytes_array(items: Sequence[bytes]) -> np.ndarray:
         width = int(-(-int(lens.max()) // 4) * 4) or 4
         matrix = np.zeros((len(idx), width), dtype=np.uint8)
         for row, i in enumerate(idx):
-            data = items[i]
+            data = items[int(i)]
             matrix[row, :len(data)] = np.frombuffer(data, dtype=np.uint8)
         words = matrix.view("<u4")
         h = np.zeros(len(idx), dtype=np.uint32)

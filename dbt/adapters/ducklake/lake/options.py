@@ -220,8 +220,11 @@ def set_option(lake: Lake, key: str, value: Any, schema: str | None = None,
 def list_options(lake: Lake) -> list[OptionSetting]:
     """Every option stored in the lake (format keys such as ``version`` excluded)."""
     with lake.read() as conn:
-        schemas = {s.schema_id: s.schema_name for s in lake.schemas(conn=conn)}
-        tables = {t.table_id: f"{t.schema_name}.{t.table_name}" for t in lake.tables(conn=conn)}
+        # keyed by int | None: a row's scope_id is None for a global option
+        schemas: dict[int | None, str] = {s.schema_id: s.schema_name
+                                          for s in lake.schemas(conn=conn)}
+        tables: dict[int | None, str] = {t.table_id: f"{t.schema_name}.{t.table_name}"
+                                         for t in lake.tables(conn=conn)}
         rows = lake.options(conn)
     out = []
     for key, value, scope, scope_id in rows:
@@ -229,9 +232,9 @@ def list_options(lake: Lake) -> list[OptionSetting]:
             continue
         name = None
         if scope == "schema":
-            name = schemas.get(scope_id)  # type: ignore[arg-type]
+            name = schemas.get(scope_id)
         elif scope == "table":
-            name = tables.get(scope_id)  # type: ignore[arg-type]
+            name = tables.get(scope_id)
         out.append(OptionSetting(key, value, scope, scope_id, name))
     return sorted(out, key=lambda o: (o.key, o.scope or "", o.scope_id or 0))
 

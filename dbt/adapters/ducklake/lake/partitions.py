@@ -188,7 +188,7 @@ def parse_partition_by(spec: str | Sequence[str | PartitionField]) -> tuple[Part
     >>> [str(f) for f in parse_partition_by(["region", "years(ts)", "bucket(4, id)"])]
     ['region', 'year(ts)', 'bucket(4, id)']
     """
-    items = [spec] if isinstance(spec, str) else list(spec)
+    items: list[str | PartitionField] = [spec] if isinstance(spec, str) else list(spec)
     fields: list[PartitionField] = []
     for item in items:
         if isinstance(item, PartitionField):
@@ -198,7 +198,8 @@ def parse_partition_by(spec: str | Sequence[str | PartitionField]) -> tuple[Part
             raise InvalidArgumentError(f"partition key {item!r} must be a string; accepted: "
                                        f"{ACCEPTED}")
         tokens = _tokens(item)
-        depth, current = 0, []
+        depth = 0
+        current: list[tuple[str, str]] = []
         for token in tokens:  # split at top-level commas
             if token[0] == "(":
                 depth += 1

@@ -297,8 +297,8 @@ def _encode_common(value: Any, lake_type: LakeType) -> str | None:
     if name in FLOAT_TYPES:
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             return None
-        number = float(value)
-        return _fmt_float32(_to_float32(number)) if name == "float32" else _fmt_float64(number)
+        real = float(value)
+        return _fmt_float32(_to_float32(real)) if name == "float32" else _fmt_float64(real)
     if name == "decimal":
         return _decimal_text(value, lake_type)
     if name == "date":
@@ -483,10 +483,10 @@ def _sort_key(text: str, lake_type: LakeType) -> Any:
         number = float(text)
         return (1, 0.0) if math.isnan(number) else (0, number)  # NaN sorts last in DuckDB
     if name == "decimal":
-        number = Decimal(text)
-        if not number.is_finite():
+        exact = Decimal(text)
+        if not exact.is_finite():
             raise ValueError(f"not a decimal: {text!r}")
-        return number
+        return exact
     if name == "boolean":
         return _BOOL_TEXT[text]
     if name in ("varchar", "json"):

@@ -209,7 +209,7 @@ def _replace_column(ctx: CommitContext, old: ColumnInfo, **changes: object) -> N
     ctx.exec(f"UPDATE {ctx.t('ducklake_column')} SET end_snapshot = :s WHERE table_id = :t "
              "AND column_id = :c AND end_snapshot IS NULL",
              {"s": ctx.snapshot_id, "t": old.table_id, "c": old.column_id})
-    row = {
+    row: dict[str, object] = {
         "column_id": old.column_id, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None,
         "table_id": old.table_id, "column_order": old.column_order,
         "column_name": old.column_name, "column_type": old.column_type,

@@ -14,6 +14,7 @@ pairs them into ``update_preimage`` / ``update_postimage`` exactly as DuckDB's
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -84,8 +85,8 @@ def load_sources(lake: Lake, schema_name: str, table_name: str, start: Bound,
             mappings=lake.name_mappings(sorted(mapping_ids), conn))
         inserted_inlined = inlined_data.read_rows(
             lake, conn, table.table_id, "begin_snapshot >= :a AND begin_snapshot <= :b", params)
-        deleted_inlined = [
-            replace(block, begin_snapshots=[int(e) for e in block.end_snapshots])  # type: ignore[misc]
+        deleted_inlined = [  # the rows are selected with end_snapshot IS NOT NULL
+            replace(block, begin_snapshots=[int(cast(int, e)) for e in block.end_snapshots])
             for block in inlined_data.read_rows(
                 lake, conn, table.table_id,
                 "end_snapshot IS NOT NULL AND end_snapshot >= :a AND end_snapshot <= :b", params)]

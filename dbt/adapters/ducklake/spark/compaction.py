@@ -149,8 +149,11 @@ def _hidden_columns(path: str) -> tuple[list[int], list[int]]:
     metadata, _, _ = lake_files.read_footer(path)
     names = [n for n in (ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN) if n in metadata.schema.names]
     table = lake_files.read_table(path, columns=names)
-    return tuple(table.column(n).to_pylist() if n in names else []  # type: ignore[return-value]
-                 for n in (ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN))
+
+    def ids(name: str) -> list[int]:
+        return table.column(name).to_pylist() if name in names else []
+
+    return ids(ROW_ID_COLUMN), ids(SNAPSHOT_ID_COLUMN)
 
 
 def _write(slake: SparkLake, state: TableState, df: DataFrame, columns: Sequence[ColumnInfo],
@@ -186,13 +189,13 @@ def flush_inlined_data(slake: SparkLake, schema: str | None = None,
     done = []
     for info in select_tables(slake, schema, table):
         try:
-            result = _flush_table(slake, info)
+            flushed = _flush_table(slake, info)
         except UnsupportedTypeError as exc:
             log.warning("flush_inlined_data: skipped %s.%s: %s", info.schema_name,
                         info.table_name, exc)
             continue
-        if result is not None:
-            done.append(result)
+        if flushed is not None:
+            done.append(flushed)
     result = FlushResult(tuple(done))
     log.info("%s", result.summary())
     return result

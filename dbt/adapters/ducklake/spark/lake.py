@@ -171,10 +171,10 @@ class SparkLake:
         df = data if isinstance(data, DataFrame) else None
         if isinstance(data, list):
             specs = data
-        elif df is not None:
-            specs = column_specs(df.schema, keep_nullability=False, not_null=not_null)
+        elif isinstance(data, DataFrame):
+            specs = column_specs(data.schema, keep_nullability=False, not_null=not_null)
         else:
-            specs = column_specs(data, not_null=not_null)  # type: ignore[arg-type]
+            specs = column_specs(data, not_null=not_null)
         tx = Transaction(self.lake)
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
@@ -312,6 +312,7 @@ class SparkLake:
                     spark_write.check_not_null(local, columns)
                     rows = local
         if rows is None:
+            assert partition_keys is not None  # resolved in the block above, as rows was None
             staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids,
                                        partition_keys, compression=compression)
             if inline_ok and limit > 0 and staged.row_count <= limit:
@@ -517,8 +518,11 @@ class LakeTable:
             return self.overwrite(df, info), None
         state = self.state()
         current_keys = self.partition_keys(state.snapshot_id)
-        wanted_spec = describe(current_keys) if partition_by is None else (
-            list(parse_partition_by(partition_by)) if partition_by else [])
+        wanted_spec: Sequence[str | PartitionField]
+        if partition_by is None:
+            wanted_spec = describe(current_keys)
+        else:
+            wanted_spec = list(parse_partition_by(partition_by)) if partition_by else []
         current = {c.column_name.lower(): c for c in state.columns}
         wanted = column_specs(df.schema, keep_nullability=False, not_null=not_null) if \
             evolve else []

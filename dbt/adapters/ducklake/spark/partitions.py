@@ -11,6 +11,7 @@ Spark's own ``hash()`` is a different function.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import Column
@@ -21,6 +22,9 @@ from ..lake import murmur3
 from ..lake.partitions import PartitionKey
 from ..lake.types import LakeType
 
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
+
 PARTITION_COLUMN = "__ducklake_partition"
 _DAY_US = 86_400_000_000
 _HOUR_US = 3_600_000_000
@@ -30,7 +34,7 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _bucket(lake_type: str, count: int) -> object:
+def _bucket(lake_type: str, count: int) -> UserDefinedFunctionLike:
     """An Arrow UDF: the bucket of each value of a column of ``lake_type``.
 
     The hashing module travels by value, so workers need only numpy and pyarrow (importing
@@ -46,7 +50,8 @@ def _bucket(lake_type: str, count: int) -> object:
     def buckets(values: pa.Array) -> pa.Array:
         return bucket_array_of(values, kind, count, precision, scale)
 
-    return F.arrow_udf(buckets, IntegerType())
+    # pyspark's stubs require functionType; at run time it is inferred from the type hints
+    return F.arrow_udf(buckets, IntegerType())  # type: ignore[call-overload]
 
 
 def key_expression(key: PartitionKey) -> Column:
@@ -58,7 +63,7 @@ def key_expression(key: PartitionKey) -> Column:
         return col
     if key.transform == "bucket":
         assert key.bucket_count is not None
-        return _bucket(key.column.column_type, key.bucket_count)(col)  # type: ignore[operator]
+        return _bucket(key.column.column_type, key.bucket_count)(col)
     if kind == "timestamptz":  # an instant: take the calendar fields in UTC
         us = f"unix_micros({_quoted(name)})"
         if key.transform == "hour":

@@ -362,6 +362,7 @@ def _read_parquet(spark: SparkSession, schema: StructType, paths: Sequence[str])
     if len(paths) <= _MAP_FILES or any("\n" in p for p in paths):
         return spark.read.schema(schema).parquet(*paths)
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - no public API takes a Java array
+    assert jvm is not None  # set while the SparkContext is alive
     array = jvm.java.util.regex.Pattern.compile("\n").split("\n".join(paths))
     seq = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(array)
     reader = spark.read.schema(schema)

@@ -224,6 +224,7 @@ def name_mapping(columns: Sequence[ColumnInfo], row_ids: bool = False,
 
     def spec(column: ColumnInfo, name: str) -> NameMappingSpec:
         kind = column.type.name
+        kids: tuple[NameMappingSpec, ...]
         if kind == "list":
             kids = (spec(column.children[0], "list"),)
         elif kind == "map":
@@ -232,7 +233,7 @@ def name_mapping(columns: Sequence[ColumnInfo], row_ids: bool = False,
             kids = tuple(spec(c, c.column_name) for c in column.children)
         return NameMappingSpec(name, column.column_id, kids)
 
-    specs = tuple(spec(c, c.column_name) for c in columns)
+    specs: tuple[NameMappingSpec, ...] = tuple(spec(c, c.column_name) for c in columns)
     if row_ids:
         specs += (NameMappingSpec(ROW_ID_COLUMN, ROW_ID_FIELD_ID),)
     if snapshot_ids:
@@ -275,7 +276,8 @@ class StagedWrite:
         leaves = parquet_leaves(columns)
         mapping = None if self.field_ids_complete else name_mapping(columns, row_ids,
                                                                     snapshot_ids)
-        out, paths = [], []
+        out: list[NewDataFile] = []
+        paths: list[str] = []
         keys = self.partition_keys
         layout = tuple((k.column.column_id, k.transform_text) for k in keys) if keys else None
         for path, metadata, size, footer in self.files:
@@ -436,12 +438,13 @@ def storage_error(exc: BaseException, table_dir: str) -> DataFileError | None:
 
 # ---------------------------------------------------------------------------------- hadoop fs
 def _jvm_path(spark: SparkSession, path: str) -> Any:
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # set while the SparkContext is alive
     return jvm.org.apache.hadoop.fs.Path(path)
 
 
 def _fs(spark: SparkSession, jpath: Any) -> Any:
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
     return jpath.getFileSystem(conf)
 
 
