@@ -23,15 +23,17 @@ def main() -> None:
     info = CommitInfo(author="quickstart", message="example run")
     orders = lake.create_table(
         "main.orders",
-        spark.range(1000).selectExpr("id", "id % 7 AS customer", "round(rand(1) * 100, 2) AS amount"),
+        spark.range(1000).selectExpr(
+            "id", "id % 7 AS customer", "round(rand(1) * 100, 2) AS amount"),
         if_not_exists=True, info=info,
     )
-    orders.append(spark.createDataFrame([(10_000, 1, 9.5)], "id long, customer long, amount double"),
-                  info=info)
+    new_order = spark.createDataFrame([(10_000, 1, 9.5)], "id long, customer long, amount double")
+    orders.append(new_order, info=info)
     orders.update({"amount": "amount * 2"}, where="customer = 3", info=info)
     orders.delete("amount < 1", info=info)
     for snap in lake.snapshots()[-4:]:
-        print(f"snapshot {snap.snapshot_id}: {snap.changes_made} ({snap.author}: {snap.commit_message})")
+        print(f"snapshot {snap.snapshot_id}: {snap.changes_made} "
+              f"({snap.author}: {snap.commit_message})")
     first = lake.snapshots()[1].snapshot_id
     print("rows now:", orders.read().count(), "| rows at snapshot", first, ":",
           orders.read(version=first).count())
