@@ -442,6 +442,34 @@ def test_added_parquet_file_is_read_by_name(duck, lake, lake_target, tmp_path): 
     versions.append(run(duck, "ALTER TABLE lake.af ADD COLUMN extra INTEGER DEFAULT 7"))
     versions.append(run(duck, "UPDATE lake.af SET label = 'upd' WHERE id = 3"))
     check(duck, lake, "af", versions)
+    # the change feed reads the added file through its name mapping too
+    added, last = versions[2], versions[-1]
+    for start, end in [(added, added), (added, added + 1), (versions[0], last), (added, last)]:
+        ours = spark_rows(lake.table("main.af").changes(start, end))
+        theirs = duck_rows(duck, "SELECT * FROM ducklake_table_changes('lake', 'main', 'af', "
+                                 f"{start}, {end})")
+        assert ours == theirs, f"changes {start}..{end}:\nspark : {ours}\nduckdb: {theirs}"
+
+
+def test_added_file_with_mapping_id_zero(duck, lake, tmp_path):  # noqa: ANN001
+    """The first file of a lake, added by ``ducklake_add_data_files``, gets name mapping 0
+    (mapping ids share the data file counter): a valid id, so the change feed reads the file
+    through its mapping, as time travel does."""
+    path = tmp_path / "outside" / "first.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"label": ["a", None, "c", "d", "e"],
+                             "id": pa.array(range(5), pa.int64())}), str(path))
+    v_create = run(duck, "CREATE TABLE lake.az (id BIGINT, label VARCHAR)")
+    v_add = run(duck, f"CALL ducklake_add_data_files('lake', 'az', '{path}')")
+    assert catalog(lake, "SELECT mapping_id FROM {ducklake_data_file}") == 0
+    v_delete = run(duck, "DELETE FROM lake.az WHERE id = 2")
+    check(duck, lake, "az", [v_add, v_delete])
+    for start, end in [(v_add, v_add), (v_add, v_delete), (v_delete, v_delete),
+                       (v_create, v_delete)]:
+        ours = spark_rows(lake.table("main.az").changes(start, end))
+        theirs = duck_rows(duck, "SELECT * FROM ducklake_table_changes('lake', 'main', 'az', "
+                                 f"{start}, {end})")
+        assert ours == theirs, f"changes {start}..{end}:\nspark : {ours}\nduckdb: {theirs}"
 
 
 # ------------------------------------------------------------------------------ 9. rename/drop

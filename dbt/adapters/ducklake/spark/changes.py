@@ -75,8 +75,8 @@ def load_sources(lake: Lake, schema_name: str, table_name: str, start: Bound,
             {"t": table.table_id}).all()
         inserted = lake_changes.insertion_files(lake, table.table_id, span, conn)
         scans = lake_changes.deletion_scans(lake, table.table_id, span, conn)
-        mapping_ids = {f.mapping_id for f in inserted if f.mapping_id} | {
-            s.data_file.mapping_id for s in scans if s.data_file.mapping_id}
+        mapping_ids = {f.mapping_id for f in inserted if f.mapping_id is not None} | {
+            s.data_file.mapping_id for s in scans if s.data_file.mapping_id is not None}
         params = {"a": span.start, "b": span.end}
         base = TableState(
             snapshot_id=span.end, schema=schema, table=table, columns=columns,
