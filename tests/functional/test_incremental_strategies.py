@@ -159,3 +159,28 @@ class TestSmallAppendsStayInlined:
         theirs = duck.execute(f'SELECT id FROM lake."{project.test_schema}".stream '
                               "ORDER BY id").fetchall()
         assert [r[0] for r in theirs] == expected
+
+
+class TestDeleteInsertByColumnName:
+    """delete+insert inserts by column name: with append_new_columns, a column the query no
+    longer selects gets NULL in the new rows (as with merge and append), and a new column is
+    added."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"di.sql": "{{ config(materialized='incremental', unique_key='id', "
+                          "incremental_strategy='delete+insert', "
+                          "on_schema_change='append_new_columns') }}\n"
+                          "{% if var('v', 1) == 1 %}"
+                          "select id, 'a' || id as a, id * 10 as b from range(3)"
+                          "{% else %}"
+                          "select id, 'A' || id as a, id * 100 as c from range(1, 4)"
+                          "{% endif %}"}
+
+    def test_missing_column_gets_null(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", "{v: 2}"])
+        rows = project.run_sql(f"select id, a, b, c from `{project.test_schema}.di` order by id",
+                               fetch="all")
+        assert [tuple(r) for r in rows] == [
+            (0, "a0", 0, None), (1, "A1", None, 100), (2, "A2", None, 200), (3, "A3", None, 300)]

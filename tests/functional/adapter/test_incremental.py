@@ -32,6 +32,15 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
     pass
 
 
+class TestIncrementalUniqueKeyDeleteInsert(BaseIncrementalUniqueKey):
+    """The same cases with delete+insert: no unique_key (missing, [] or '') appends, as in
+    dbt-core's default strategy; a key deletes and reinserts."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):  # noqa: ANN201
+        return {"models": {"+incremental_strategy": "delete+insert"}}
+
+
 class TestIncrementalOnSchemaChange(BaseIncrementalOnSchemaChange):
     pass
 

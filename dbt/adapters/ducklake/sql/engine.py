@@ -309,7 +309,10 @@ class Engine:
         df = self.dataframe(sql, lambda p: p.query())
         user_cols = _parts(plan.userSpecifiedCols())
         if plan.byName():
-            pass
+            # BY NAME, as Spark: a table column the query does not give gets its default.
+            given = {c.lower() for c in df.columns}
+            df = df.select("*", *[_column_default(c).alias(c.column_name) for c in columns
+                                  if c.column_name.lower() not in given])
         elif user_cols:
             if len(user_cols) != len(df.columns):
                 raise SchemaMismatchError(

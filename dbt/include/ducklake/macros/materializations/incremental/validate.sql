@@ -4,9 +4,6 @@
   {%- if strategy not in accepted -%}
     {% do exceptions.raise_compiler_error("Invalid incremental_strategy '" ~ strategy ~ "' for a ducklake model. Accepted values: " ~ accepted | join(', ')) %}
   {%- endif -%}
-  {%- if strategy == 'delete+insert' and not config.get('unique_key') -%}
-    {% do exceptions.raise_compiler_error("incremental_strategy 'delete+insert' needs a unique_key (one column or a list)") %}
-  {%- endif -%}
   {%- if config.get('merge_update_columns') and config.get('merge_exclude_columns') -%}
     {% do exceptions.raise_compiler_error("Model cannot specify merge_update_columns and merge_exclude_columns. Please update model to use only one config") %}
   {%- endif -%}
