@@ -7,6 +7,7 @@ the few ``@available`` methods macros call (seeds, Python models, docs).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import AdapterConfig, available
@@ -157,13 +158,16 @@ class DuckLakeAdapter(SQLAdapter):
     # ------------------------------------------------------------------ writes from macros
     @available
     def ducklake_load_seed(self, relation: BaseRelation, agate_table: agate.Table,
-                           column_types: dict[str, str], full_refresh: bool) -> int:
+                           column_types: dict[str, str], full_refresh: bool,
+                           quote_columns: bool | None = None, delimiter: str = ",") -> int:
         """Create or replace a seed table from a CSV in one snapshot; returns the row count."""
         from pyspark.sql import functions as F
 
         runtime = self.runtime()
         _check_writable(runtime)
         names = list(agate_table.column_names)
+        if quote_columns is False:
+            _check_seed_header(relation, names, delimiter)
         types = {}
         for i, name in enumerate(names):
             types[name] = column_types.get(name) or self.convert_agate_type(agate_table, i)
@@ -401,13 +405,15 @@ class DuckLakeAdapter(SQLAdapter):
         if not rows:
             return None
         first = rows[0]
-        stats = {}
-        if first["stats:row_count:include"]:
-            for key in ("row_count", "bytes"):
-                stats[key] = StatsItem(
-                    id=key, label=first[f"stats:{key}:label"],
-                    value=first[f"stats:{key}:value"], include=True,
-                    description=first[f"stats:{key}:description"])
+        # The shape `dbt docs generate` builds from the same catalog columns (dbt-core's
+        # format_stats): the stats that are shown, plus `has_stats`, never shown itself.
+        stats = {key: StatsItem(id=key, label=first[f"stats:{key}:label"],
+                                value=first[f"stats:{key}:value"], include=True,
+                                description=first[f"stats:{key}:description"])
+                 for key in ("row_count", "bytes") if first[f"stats:{key}:include"]}
+        stats["has_stats"] = StatsItem(
+            id="has_stats", label="Has Stats?", value=len(stats) > 0, include=False,
+            description="Indicates whether there are statistics for this table")
         return CatalogTable(
             metadata=TableMetadata(type=first["table_type"], schema=relation.schema,
                                    name=relation.identifier, database=None,
@@ -539,6 +545,25 @@ def _check_writable(runtime: Runtime) -> None:
         runtime.engine.check_writable()
     except DuckLakeError as exc:
         raise DbtRuntimeError(str(exc)) from exc
+
+
+_UNQUOTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_seed_header(relation: BaseRelation, names: list[str], delimiter: str) -> None:
+    """With ``quote_columns: false`` a seed's header must be plain identifiers. One that is not
+    is nearly always a header split with the wrong ``delimiter`` (one column named
+    ``id|name|...``), which would otherwise load silently as a single wide column."""
+    for name in names:
+        if _UNQUOTED_IDENTIFIER.fullmatch(name):
+            continue
+        found = [d for d in ("|", ";", "\t", ",") if d != delimiter and d in name]
+        hint = (f"the header looks {found[0]!r}-delimited: set delimiter: '{found[0]}' in the "
+                "seed's config" if found else "check the seed's delimiter")
+        raise DbtRuntimeError(
+            f"Syntax error in seed {relation}: column name {name!r} is not a valid unquoted "
+            f"identifier (quote_columns is false; the header was split on {delimiter!r}). "
+            f"{hint.capitalize()}, or set quote_columns: true to keep such names.")
 
 
 def _seed_text(value: Any) -> str | None:

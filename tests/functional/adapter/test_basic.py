@@ -72,8 +72,12 @@ class TestGetCatalogForSingleRelation(BaseGetCatalogForSingleRelation):
             metadata=TableMetadata(type=kind, schema=project.test_schema, name=name),
             columns={n: ColumnMetadata(type=t, index=i + 1, name=n)
                      for i, (n, t) in enumerate(types)},
-            stats={k: StatsItem(id=k, label=label, value=value, include=True, description=d)
-                   for k, label, value, d in stats},
+            stats={**{k: StatsItem(id=k, label=label, value=value, include=True, description=d)
+                      for k, label, value, d in stats},
+                   # as `dbt docs generate` has it (dbt-core's format_stats)
+                   "has_stats": StatsItem(
+                       id="has_stats", label="Has Stats?", value=bool(stats), include=False,
+                       description="Indicates whether there are statistics for this table")},
         )
 
     @pytest.fixture(scope="class")

@@ -62,11 +62,13 @@ class TestSeedWithUniqueDelimiter(SparkExpected, BaseSeedWithUniqueDelimiter):
     pass
 
 
-@pytest.mark.skip(reason="asserts PostgreSQL's 'syntax error' for a column named "
-                  "'seed_id|first_name|...'; DuckLake accepts any column name, so a CSV read "
-                  "with the wrong delimiter loads as one wide column instead of failing")
 class TestSeedWithWrongDelimiter(SparkExpected, BaseSeedWithWrongDelimiter):
-    pass
+    def test_error_names_the_column_and_the_delimiter(self, project):  # noqa: ANN001
+        from dbt.tests.util import run_dbt
+
+        message = run_dbt(["seed"], expect_pass=False).results[0].message
+        assert "'seed_id|first_name|email|ip_address|birthday'" in message, message
+        assert "set delimiter: '|'" in message, message
 
 
 class TestSeedWithEmptyDelimiter(SparkExpected, BaseSeedWithEmptyDelimiter):

@@ -16,7 +16,7 @@
   {%- endif -%}
 
   {%- set column_types = config.get('column_types', {}) -%}
-  {%- set rows = adapter.ducklake_load_seed(target_relation, agate_table, column_types, full_refresh_mode) -%}
+  {%- set rows = adapter.ducklake_load_seed(target_relation, agate_table, column_types, full_refresh_mode, config.get('quote_columns'), config.get('delimiter', ',')) -%}
   {% call noop_statement('main', 'INSERT ' ~ rows, 'INSERT', rows) %}
     -- seed {{ target_relation }} loaded: {{ rows }} rows
   {% endcall %}
