@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,14 +10,15 @@ import threading
 
 import pytest
 from conftest import duckdb_connect
-from oracle import assert_same
+from oracle import assert_same, rows, spark_rows
 
 from dbt.adapters.ducklake.lake import CommitConflictError
-from dbt.adapters.ducklake.spark import SparkLake
+from dbt.adapters.ducklake.lake.commit import Transaction
+from dbt.adapters.ducklake.spark import LakeTable, SparkLake
 
 pytestmark = pytest.mark.spark
 
-
+TESTS = os.path.dirname(os.path.dirname(__file__))
 
 def before_commit(monkeypatch, lake, action):  # noqa: ANN001, ANN201
     """Run ``action`` (another writer) after our statement is planned, before it commits."""
@@ -76,20 +78,172 @@ def test_concurrent_inserts_all_land(spark, lake, lake_target):  # noqa: ANN001
     assert_same(duck, "events", table.read())
 
 
-def test_our_delete_racing_a_duckdb_insert_fails_cleanly(spark, lake, lake_target,  # noqa: ANN001
-                                                         monkeypatch):
+def replans(monkeypatch) -> list[tuple[int, int]]:  # noqa: ANN001
+    """Record each time a commit planned a statement again, as (since, until)."""
+    seen: list[tuple[int, int]] = []
+    original = Transaction._replan
+
+    def spy(self, latest):  # noqa: ANN001, ANN202
+        seen.append((self.base.snapshot_id, latest.snapshot_id))
+        return original(self, latest)
+
+    monkeypatch.setattr(Transaction, "_replan", spy)
+    return seen
+
+
+def during_first_replan(monkeypatch, action) -> None:  # noqa: ANN001
+    """Run ``action`` (another writer) while the statement plans the rows inserted meanwhile
+    for the first time, so that the commit has to plan again while it holds the lake."""
+    original = LakeTable.inserted
+
+    def inserted(self, since, until):  # noqa: ANN001, ANN202
+        monkeypatch.setattr(LakeTable, "inserted", original)
+        action()
+        return original(self, since, until)
+
+    monkeypatch.setattr(LakeTable, "inserted", inserted)
+
+
+def test_our_delete_racing_duckdb_inserts_deletes_their_matching_rows(  # noqa: ANN001
+        spark, lake, lake_target, monkeypatch):
     table = lake.create_table("main.t", spark.range(40).selectExpr("id", "id * 2 AS v"))
     duck = duckdb_connect()
     duck.execute(lake_target.duckdb_attach)
-    before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (99, 1)"))
+    # DuckDB inserts an inlined row and a Parquet file after we planned, and another inlined
+    # row while we plan for those: every one of their rows the DELETE matches goes too
+    before_commit(monkeypatch, lake, lambda: (
+        duck.execute("INSERT INTO lake.t VALUES (5, -1)"),
+        duck.execute("INSERT INTO lake.t SELECT i, -1 FROM range(100, 125) r(i)")))
+    during_first_replan(monkeypatch, lambda: duck.execute("INSERT INTO lake.t VALUES (7, -1), "
+                                                          "(300, -1)"))
+    seen = replans(monkeypatch)
+    snapshot = table.delete("id < 20 OR id BETWEEN 100 AND 104")
+    assert len(seen) == 2 and seen[1][0] == seen[0][1], seen  # the second held the lake
+    assert snapshot.snapshot_id == seen[1][1] + 1 == lake.snapshots()[-1].snapshot_id
+    expected = rows([(i, i * 2) for i in range(20, 40)] + [(i, -1) for i in range(105, 125)]
+                    + [(300, -1)])
+    assert spark_rows(table.read()) == expected
+    assert_same(duck, "t", table.read())
+    # DuckDB's change feed sees our snapshot delete their rows as well as ours
+    deleted = duck.execute(
+        "SELECT count(*) FILTER (v = -1), count(*) FROM ducklake_table_deletions("
+        f"'lake', 'main', 't', {snapshot.snapshot_id}, {snapshot.snapshot_id})").fetchone()
+    assert deleted == (7, 27)
+    duck.close()
+
+
+def test_update_racing_a_duckdb_insert_updates_their_matching_rows(  # noqa: ANN001
+        spark, lake, lake_target, monkeypatch):
+    table = lake.create_table("main.t", spark.range(10).selectExpr("id", "id * 2 AS v"))
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    before_commit(monkeypatch, lake, lambda: duck.execute(
+        "INSERT INTO lake.t VALUES (3, 30), (50, 50)"))
+    table.update({"v": "-v"}, "id < 5")
+    assert spark_rows(table.read()) == rows(
+        [(i, -i * 2) for i in range(5)] + [(i, i * 2) for i in range(5, 10)]
+        + [(3, -30), (50, 50)])
+    assert_same(duck, "t", table.read())
+    duck.close()
+
+
+def test_overwrite_racing_a_duckdb_insert_replaces_their_rows_too(  # noqa: ANN001
+        spark, lake, lake_target, monkeypatch):
+    table = lake.create_table("main.t", spark.range(30).selectExpr("id"))
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (99)"))
+    table.overwrite(spark.range(5).selectExpr("id"))
+    assert spark_rows(table.read()) == rows([(i,) for i in range(5)])
+    assert_same(duck, "t", table.read())
+    duck.close()
+
+
+def test_merge_racing_duckdb_inserts(spark, lake, lake_target, monkeypatch):  # noqa: ANN001
+    from dbt.adapters.ducklake.merge import MergeClause, merge_into
+
+    table = lake.create_table("main.t", spark.range(10).selectExpr("id", "id * 2 AS v"))
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
+    source = spark.range(0, 4).selectExpr("id", "1000 AS v")
+    upsert = [MergeClause("matched", "update_star"), MergeClause("not_matched", "insert_star")]
+    # their rows the source does not match change nothing: the upsert lands
+    before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (500, 5)"))
+    result = merge_into(table, source.union(spark.createDataFrame([(20, 20)], "id long, v long")),
+                        "t.id = s.id", upsert, "t", "s")
+    assert (result.updated, result.inserted) == (4, 1)
+    # a matched-only MERGE updates their matching rows too; deletes by source apply to them
+    before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (2, 7), "
+                                                          "(600, 6)"))
+    result = merge_into(table, source.selectExpr("id", "2000 AS v"), "t.id = s.id",
+                        [MergeClause("matched", "update_star"),
+                         MergeClause("not_matched_by_source", "delete", "t.id >= 500")],
+                        "t", "s")
+    assert (result.updated, result.deleted) == (5, 2)
+    assert spark_rows(table.read()) == rows(
+        [(i, 2000) for i in range(4)] + [(2, 2000)] + [(i, i * 2) for i in range(4, 10)]
+        + [(20, 20)])
+    assert_same(duck, "t", table.read())
+    # with WHEN NOT MATCHED, their row with a key the source would insert is a conflict
     files_before = sorted(os.listdir(os.path.join(lake_target.data_path, "main", "t")))
-    snapshots_before = len(lake.snapshots())
-    with pytest.raises(CommitConflictError, match="delete from table .* another transaction "
-                                                  "has inserted into it"):
-        table.delete("id < 20")
-    assert len(lake.snapshots()) == snapshots_before + 1  # only DuckDB's insert landed
-    assert sorted(os.listdir(os.path.join(lake_target.data_path, "main", "t"))) == files_before
-    assert table.read().count() == 41
+    before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (30, 3)"))
+    with pytest.raises(CommitConflictError, match="inserted rows into main.t that the MERGE's "
+                                                  "source matches"):
+        merge_into(table, spark.createDataFrame([(1, 1), (30, 30)], "id long, v long"),
+                   "t.id = s.id", upsert, "t", "s")
+    assert sorted(os.listdir(os.path.join(lake_target.data_path, "main", "t"))) == \
+        sorted(files_before)
+    assert lake.snapshots()[-1].commit_message is None  # DuckDB's insert is the last
+    assert_same(duck, "t", table.read())
+    duck.close()
+
+
+def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_target,  # noqa: ANN001
+                                                          monkeypatch):
+    """A DuckDB process inserts every 50 ms while we DELETE, UPDATE and MERGE: each statement
+    lands (none gives up after its retries) and no row of theirs is lost."""
+    from dbt.adapters.ducklake.merge import MergeClause, merge_into
+
+    table = lake.create_table("main.t", spark.range(300).selectExpr("id", "'ours' AS src"))
+    stop = os.path.join(lake_target.data_path, "stop")
+    script = (
+        f"import json, os, sys, time; sys.path.insert(0, {TESTS!r})\n"
+        "from conftest import duckdb_connect\n"
+        "con = duckdb_connect()\n"
+        f"con.execute({lake_target.duckdb_attach!r})\n"
+        "done, i = [], 0\n"
+        f"while i < 10 or not os.path.exists({stop!r}):\n"
+        "    ids = [10000 + i * 100 + k for k in range(25 if i % 4 == 3 else 1)]\n"
+        "    values = ', '.join(f\"({n}, 'duckdb')\" for n in ids)\n"
+        "    try:\n"
+        "        con.execute(f'INSERT INTO lake.t VALUES {values}')\n"
+        "        done.extend(ids)\n"
+        "    except Exception as exc:\n"
+        "        if 'database is locked' not in str(exc) and 'conflict' not in str(exc): raise\n"
+        "    i += 1\n"
+        "    time.sleep(0.05)\n"
+        "print(json.dumps(done))\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    seen = replans(monkeypatch)
+    try:
+        for k in range(3):
+            assert table.delete(f"src = 'ours' AND id % 10 = {k}") is not None
+        assert table.update({"src": "'ours2'"}, "src = 'ours' AND id < 100") is not None
+        merge_into(table, spark.range(290, 310).selectExpr("id", "'merged' AS src"),
+                   "t.id = s.id", [MergeClause("matched", "update_star")], "t", "s")
+    finally:
+        open(stop, "w").close()
+    out, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err[-3000:]
+    committed = json.loads(out.strip().splitlines()[-1])
+    expected = rows([(i, "ours2" if i < 100 else "merged" if i >= 290 else "ours")
+                       for i in range(300) if i % 10 > 2] + [(i, "duckdb") for i in committed])
+    assert spark_rows(table.read()) == expected
+    assert seen, "no statement met a concurrent insert"
+    duck = duckdb_connect()
+    duck.execute(lake_target.duckdb_attach)
     assert_same(duck, "t", table.read())
     duck.close()
 

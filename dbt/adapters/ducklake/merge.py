@@ -5,6 +5,11 @@ inlined deletes, only in the data files that hold them); updated rows are writte
 their row ids, so DuckDB's ``table_changes`` reports ``update_preimage``/``update_postimage``;
 inserted rows get fresh row ids. Clauses are evaluated in order and the first whose condition
 holds wins, as in Spark and Delta. A target row matched by several source rows is an error.
+
+Rows another writer inserts into the target while the MERGE runs are merged too when the commit
+finds them (``Transaction.replanner``): the matched and not-matched-by-source clauses apply to
+them. If a source row matches one of them and the MERGE has a ``WHEN NOT MATCHED`` clause, the
+source row's fate changes (an update instead of an insert), so that is a conflict.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pyspark.sql import functions as F
 from .lake import delete_files, pruning
 from .lake.commit import TableRef
 from .lake.delete_files import ROW_ID_COLUMN
-from .lake.errors import InvalidArgumentError, SchemaMismatchError
+from .lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismatchError
 from .lake.inlined_data import can_inline
 from .lake.models import ColumnInfo, Snapshot
 from .lake.stats import encode_value
@@ -78,16 +83,16 @@ def merge_into(
     src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
     frame: DataFrame | None = None
 
-    def plan(state: TableState) -> DataFrame:
-        """The merge's outcome rows; building it analyses the ON condition and clauses."""
-        target = scan(lake.spark, state, metadata=True)
+    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds) -> DataFrame:
+        """The merge's outcome rows; building it analyses the ON condition and clauses.
+        Without ``not_matched`` the source rows no target row matches are left out."""
         if NOT_MATCHED_BY_SOURCE not in kinds:
             # Only target rows some source row matches can be touched: a semi join (broadcast
             # when the source is small) keeps the merge join from shuffling the whole target.
             target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
         target = target.withColumn("__ducklake_t", F.lit(True))
         how = {(True, True): "full", (True, False): "right", (False, True): "left",
-               (False, False): "inner"}[(NOT_MATCHED in kinds, NOT_MATCHED_BY_SOURCE in kinds)]
+               (False, False): "inner"}[(not_matched, NOT_MATCHED_BY_SOURCE in kinds)]
         joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
         return joined.withColumn(ACTION, _action(clauses, t, s)) \
             .where(F.col(ACTION).isNotNull()) \
@@ -99,10 +104,11 @@ def merge_into(
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
                 # as it would with rows: planning (no Spark job) analyses them.
-                plan(state)
+                plan(scan(lake.spark, state, metadata=True))
                 return MergeResult(None, 0, 0, 0)
             state = pruned
-        frame = plan(state).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = plan(scan(lake.spark, state, metadata=True)).persist(
+            StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
@@ -118,22 +124,47 @@ def merge_into(
         ref = TableRef(state.table.table_id)
         delete_files.delete(tx, ref, positions, inlined)
         inline_ok = can_inline(columns, lake.lake.dialect)
-        updated = inserted = 0
+        counts = {"touched": sum(len(p) for p in positions.values()) + len(inlined),
+                  "updated": 0, "inserted": 0}
         for rows, row_ids in ((updates, True), (inserts, False)):
             if rows is None:
                 continue
-            count = lake._stage_insert(  # noqa: SLF001
+            counts["updated" if row_ids else "inserted"] += lake._stage_insert(  # noqa: SLF001
                 tx, ref, rows, state.table_dir, columns, state.schema.schema_id,
                 state.table.table_id, inline_ok=inline_ok, row_ids=row_ids)
-            if row_ids:
-                updated = count
-            else:
-                inserted = count
-        touched = sum(len(p) for p in positions.values()) + len(inlined)
         if tx.empty:
             return MergeResult(None, 0, 0, 0)
+
+        def replan(since: Snapshot, until: Snapshot) -> None:
+            """Merge the rows inserted by snapshots ``since < s <= until`` as well."""
+            target = table.inserted(since, until)
+            if NOT_MATCHED in kinds and target.alias(t).join(
+                    src.alias(s), on=F.expr(on), how="left_semi").limit(1).count():
+                raise CommitConflictError(
+                    f"commit conflict: another transaction inserted rows into {table.name} "
+                    "that the MERGE's source matches, so source rows it would insert may now "
+                    f"be matches (this transaction started at snapshot {since.snapshot_id}; "
+                    f"the lake is now at {until.snapshot_id}). Nothing was committed; rerun "
+                    "the statement.")
+            more = plan(target, not_matched=False).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                new_positions, new_inlined = _touched(more.where(F.col(ACTION).isin(touching)))
+                delete_files.delete(tx, ref, new_positions, new_inlined)
+                counts["touched"] += sum(len(p) for p in new_positions.values()) + \
+                    len(new_inlined)
+                if updating:
+                    counts["updated"] += lake._stage_insert(  # noqa: SLF001
+                        tx, ref, more.where(F.col(ACTION).isin(updating)).select(
+                            *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)),
+                        state.table_dir, columns, state.schema.schema_id,
+                        state.table.table_id, inline_ok=inline_ok, row_ids=True)
+            finally:
+                more.unpersist()
+
+        tx.replanner = replan
         snapshot = lake.commit(tx, info)
-        return MergeResult(snapshot, updated, touched - updated, inserted)
+        return MergeResult(snapshot, counts["updated"], counts["touched"] - counts["updated"],
+                           counts["inserted"])
     finally:
         if frame is not None:
             frame.unpersist()

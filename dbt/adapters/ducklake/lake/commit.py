@@ -5,7 +5,9 @@ A :class:`Transaction` records *what* to change (create a table, add data files,
 latest snapshot, checks every snapshot committed since the transaction began against DuckLake's
 conflict table, allocates catalog ids, file ids and row ids, and writes the rows in the order
 DuckDB writes them (digest §2.2). A lost race on the snapshot id rolls back and retries with a
-growing, jittered wait; a logical conflict fails with :class:`CommitConflictError`.
+growing, jittered wait; a logical conflict fails with :class:`CommitConflictError`, except the
+one a statement can resolve itself: rows inserted concurrently into a table it deletes from
+(see :attr:`Transaction.replanner`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from . import faults
 from . import stats as lake_stats
-from .conflicts import find_conflict, quote_name
+from .conflicts import REPLANNABLE, find_conflict, quote_name
 from .errors import (
     AlreadyExistsError,
     CatalogConnectionError,
@@ -201,6 +203,9 @@ ORDER = {
 }
 
 Op = Callable[[CommitContext], None]
+# (since, until): stage what the statement does to the rows inserted in snapshots
+# ``since < s <= until``, or raise CommitConflictError when it cannot
+Replanner = Callable[[Snapshot, Snapshot], None]
 
 
 class Transaction:
@@ -215,6 +220,15 @@ class Transaction:
         self.files_written: list[str] = []  # absolute paths to remove if the commit fails
         self.result: Snapshot | None = None
         self._dropped: list[Snapshot] = []  # attempts whose COMMIT lost the connection
+        # A DELETE, UPDATE or MERGE sets this. When the only snapshots that conflict with it
+        # inserted rows into a table it deletes from, its deletes of existing rows still
+        # hold (DuckLake deletes by file position and row id), so instead of failing, the
+        # commit asks the statement to apply itself to the new rows too and lands on the
+        # newer snapshot, as if the statement had started there. The first time it plans the
+        # backlog without holding the lake; after that it plans while holding the claimed
+        # snapshot id, so a steady stream of inserts cannot starve it.
+        self.replanner: Replanner | None = None
+        self.replans = 0
 
     # ------------------------------------------------------------------ staging API
     def add(self, phase: int, op: Op, *tokens: str) -> None:
@@ -252,6 +266,9 @@ class Transaction:
         while True:
             try:
                 snapshot = self._attempt(author, commit_message, commit_extra_info)
+            except _Replan as exc:
+                self._replan(exc.latest)
+                continue
             except _CommitDropped as exc:
                 if attempt >= max_retry_count:
                     self.discard_files()
@@ -334,8 +351,10 @@ class Transaction:
                 landed = self._landed_earlier(conn, latest)
                 if landed is not None:
                     return landed
-                if latest.snapshot_id != self.base.snapshot_id:
+                replan = latest.snapshot_id != self.base.snapshot_id and \
                     self._check_conflicts(conn, latest)
+                if replan and self.replans == 0:
+                    raise _Replan(latest)  # leaves the block: rolled back, nothing claimed
                 backend = _backend_pid(conn, lake.dialect)
                 now = datetime.now(timezone.utc)
                 ctx = CommitContext(
@@ -351,6 +370,11 @@ class Transaction:
                      "sv": latest.schema_version, "nc": latest.next_catalog_id,
                      "nf": latest.next_file_id},
                 )
+                if replan:
+                    # No other writer can commit until this transaction ends: the rows
+                    # inserted up to ``latest`` are all there is to plan for.
+                    self._replan(latest)
+                    ctx.base = self.base
                 for _, op in sorted(self._ops, key=lambda item: item[0]):
                     op(ctx)
                 for tid in ctx.schema_version_rows:
@@ -437,7 +461,18 @@ class Transaction:
                 return snapshot
         return None
 
-    def _check_conflicts(self, conn: Connection, latest: Snapshot) -> None:
+    def _replan(self, latest: Snapshot) -> None:
+        assert self.replanner is not None
+        log.info("rows were inserted concurrently into a table this statement deletes from "
+                 "(snapshots %d to %d); applying the statement to them too",
+                 self.base.snapshot_id + 1, latest.snapshot_id)
+        self.replanner(self.base, latest)
+        self.base = latest
+        self.replans += 1
+
+    def _check_conflicts(self, conn: Connection, latest: Snapshot) -> bool:
+        """Raise :class:`CommitConflictError` on a conflict; ``True`` when the only conflicts
+        are inserts the statement can plan for (:attr:`replanner`)."""
         lake = self.lake
         rows = cast("Sequence[tuple[str | None]]", conn.execute(
             text(f"SELECT changes_made FROM {lake.t('ducklake_snapshot_changes')} "
@@ -451,15 +486,17 @@ class Transaction:
             theirs.extend(split_changes(changes))
         schema_ids = {s.schema_name: s.schema_id for s in lake.schemas(self.base.snapshot_id,
                                                                        conn)}
-        message = find_conflict(self._tokens, theirs, schema_ids)
+        ignore = REPLANNABLE if self.replanner is not None else frozenset()
+        message = find_conflict(self._tokens, theirs, schema_ids, ignore)
         if message is None and self._touched_data_files:
             message = self._data_file_overlap(conn)
-        if message:
-            raise CommitConflictError(
-                f"commit conflict: {message} (this transaction started at snapshot "
-                f"{self.base.snapshot_id}; the lake is now at {latest.snapshot_id}). Nothing "
-                "was committed; rerun the statement."
-            )
+        if message is None:
+            return bool(ignore) and find_conflict(self._tokens, theirs, schema_ids) is not None
+        raise CommitConflictError(
+            f"commit conflict: {message} (this transaction started at snapshot "
+            f"{self.base.snapshot_id}; the lake is now at {latest.snapshot_id}). Nothing "
+            "was committed; rerun the statement."
+        )
 
     def _data_file_overlap(self, conn: Connection) -> str | None:
         ids = sorted(self._touched_data_files)
@@ -494,6 +531,14 @@ class _Sent:
 
     snapshot: Snapshot
     backend: int | None
+
+
+class _Replan(Exception):
+    """Only concurrent inserts conflict: plan for them, then attempt again."""
+
+    def __init__(self, latest: Snapshot) -> None:
+        super().__init__(latest.snapshot_id)
+        self.latest = latest
 
 
 class _CommitDropped(Exception):

@@ -35,6 +35,17 @@ _TABLE_RULES: dict[str, frozenset[str]] = {
     "dropped_table": frozenset({"dropped_table"}),
 }
 
+# (my change kind, their change kind) pairs a statement can resolve by planning again against
+# the newer snapshot: rows another transaction inserted do not invalidate the positions this
+# one deletes in existing data files or its ended inlined rows, so a DELETE, UPDATE or MERGE
+# only has to apply its condition to the newly inserted rows as well (see
+# ``Transaction.replanner``).
+REPLANNABLE: frozenset[tuple[str, str]] = frozenset(
+    (mine, theirs)
+    for mine in ("deleted_from_table", "inlined_delete")
+    for theirs in ("inserted_into_table", "inlined_insert")
+)
+
 _DESCRIBE = {
     "inserted_into_table": "inserted into",
     "inlined_insert": "inserted into",
@@ -59,11 +70,14 @@ def find_conflict(
     mine: Iterable[str],
     theirs: Iterable[str],
     schema_ids_by_name: dict[str, int] | None = None,
+    ignore: frozenset[tuple[str, str]] = frozenset(),
 ) -> str | None:
     """The first conflict between my tokens and tokens committed concurrently, or ``None``.
 
     Deletes from the same table by both sides are *not* decided here: they conflict only when
-    they touch the same data file, which the caller checks against the catalog.
+    they touch the same data file, which the caller checks against the catalog. Pairs of
+    (my kind, their kind) in ``ignore`` are not conflicts (:data:`REPLANNABLE`, when the
+    statement plans again).
     """
     their_tokens = [parse_token(t) for t in theirs]
     their_by_kind: dict[str, set[str]] = {}
@@ -75,6 +89,8 @@ def find_conflict(
         rules = _TABLE_RULES.get(kind)
         if rules is not None:
             for other in rules:
+                if (kind, other) in ignore:
+                    continue
                 if value in their_by_kind.get(other, set()):
                     return (
                         f"attempting to {_verb(kind)} table {value}, but another transaction "

@@ -57,7 +57,7 @@ from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
-from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan
+from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
 from .types import column_specs, spark_type, table_schema
 
 
@@ -474,6 +474,14 @@ class LakeTable:
         base = self._lake.lake.snapshot(version=state.snapshot_id)
         return Transaction(self._lake.lake, base)
 
+    def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
+        """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what
+        a statement planned at ``since`` must still apply itself to when it commits later
+        (``Transaction.replanner``)."""
+        state = load_state(self._lake.lake, self.schema_name, self.table_name,
+                           until.snapshot_id)
+        return scan_inserted(self._lake.spark, state, since.snapshot_id)
+
     def append(self, df: DataFrame | pa.Table, info: CommitInfo | None = None
                ) -> Snapshot | None:
         """INSERT the rows of ``df`` (columns matched by name).
@@ -501,6 +509,7 @@ class LakeTable:
             state.schema.schema_id, state.table.table_id,
             inline_ok=can_inline(state.columns, self._lake.lake.dialect), replace=True)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
+        tx.replanner = _replaced_anyway
         return self._lake.commit(tx, info)
 
     def replace(self, df: DataFrame, info: CommitInfo | None = None,
@@ -581,6 +590,7 @@ class LakeTable:
             state.table.table_id, inline_ok=can_inline(columns, self._lake.lake.dialect),
             replace=True, partition_keys=keys)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
+        tx.replanner = _replaced_anyway
         return self._lake.commit(tx, info), None
 
     def replace_where(self, df: DataFrame, where: str | Column,
@@ -655,6 +665,8 @@ class LakeTable:
             ref = TableRef(state.table.table_id)
             if positions or inlined:
                 delete_files.delete(tx, ref, positions, inlined)
+            tx.replanner = lambda since, until: delete_files.delete(
+                tx, ref, *locations(doomed(self.inserted(since, until), source)))
             rows = self._lake._stage_insert(
                 tx, ref, source, state.table_dir, state.columns, state.schema.schema_id,
                 state.table.table_id,
@@ -668,23 +680,28 @@ class LakeTable:
 
     def delete(self, where: str | Column | None = None,
                info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
-        """DELETE the rows matching ``where`` (all rows when ``None``)."""
+        """DELETE the rows matching ``where`` (all rows when ``None``).
+
+        Rows another writer inserts meanwhile are deleted too when they match: the commit
+        lands on the newer snapshot (``Transaction.replanner``) instead of failing."""
         state = self.state()
-        df = scan(self._lake.spark, state, metadata=True)
-        if alias:
-            df = df.alias(alias)
-        if where is not None:
-            df = df.where(where if isinstance(where, Column) else F.expr(where))
-        positions, inlined = locations(df)
+        positions, inlined = locations(_matching(scan(self._lake.spark, state, metadata=True),
+                                                 where, alias))
         if not positions and not inlined:
             return None
         tx = self._tx(state)
-        delete_files.delete(tx, TableRef(state.table.table_id), positions, inlined)
+        ref = TableRef(state.table.table_id)
+        delete_files.delete(tx, ref, positions, inlined)
+        tx.replanner = lambda since, until: delete_files.delete(
+            tx, ref, *locations(_matching(self.inserted(since, until), where, alias)))
         return self._lake.commit(tx, info)
 
     def update(self, set: Mapping[str, str | Column], where: str | Column | None = None,
                info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
-        """UPDATE ... SET col = expr WHERE ...; updated rows keep their row ids."""
+        """UPDATE ... SET col = expr WHERE ...; updated rows keep their row ids.
+
+        Rows another writer inserts meanwhile are updated too when they match (see
+        :meth:`delete`)."""
         state = self.state()
         names = {c.column_name.lower(): c.column_name for c in state.columns}
         unknown = [k for k in set if k.lower() not in names]
@@ -694,33 +711,55 @@ class LakeTable:
                 + ", ".join(c.column_name for c in state.columns))
         exprs = {names[k.lower()]: (v if isinstance(v, Column) else F.expr(v))
                  for k, v in set.items()}
-        df = scan(self._lake.spark, state, metadata=True)
-        if alias:
-            df = df.alias(alias)
-        if where is not None:
-            df = df.where(where if isinstance(where, Column) else F.expr(where))
-        df = df.cache()
-        try:
-            positions, inlined = locations(df)
-            if not positions and not inlined:
-                return None
-            # SET values are cast to the column types, as Spark's (ANSI) store assignment
-            # does: a value that does not fit fails the statement.
-            new = df.select(
-                *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
-                   else F.col(f"`{c.column_name}`")).alias(c.column_name)
-                  for c in state.columns],
-                F.col(ROW_ID).alias(ROW_ID_COLUMN))
-            tx = self._tx(state)
-            ref = TableRef(state.table.table_id)
-            delete_files.delete(tx, ref, positions, inlined)
-            self._lake._stage_insert(
-                tx, ref, new, state.table_dir, state.columns, state.schema.schema_id,
-                state.table.table_id,
-                inline_ok=can_inline(state.columns, self._lake.lake.dialect), row_ids=True)
-            return self._lake.commit(tx, info)
-        finally:
-            df.unpersist()
+        tx = self._tx(state)
+        ref = TableRef(state.table.table_id)
+
+        def stage(target: DataFrame) -> bool:
+            """Stage the update of the rows of ``target`` that match; ``False`` if none."""
+            df = _matching(target, where, alias).cache()
+            try:
+                positions, inlined = locations(df)
+                if not positions and not inlined:
+                    return False
+                # SET values are cast to the column types, as Spark's (ANSI) store
+                # assignment does: a value that does not fit fails the statement.
+                new = df.select(
+                    *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
+                       else F.col(f"`{c.column_name}`")).alias(c.column_name)
+                      for c in state.columns],
+                    F.col(ROW_ID).alias(ROW_ID_COLUMN))
+                delete_files.delete(tx, ref, positions, inlined)
+                self._lake._stage_insert(
+                    tx, ref, new, state.table_dir, state.columns, state.schema.schema_id,
+                    state.table.table_id,
+                    inline_ok=can_inline(state.columns, self._lake.lake.dialect),
+                    row_ids=True)
+                return True
+            finally:
+                df.unpersist()
+
+        if not stage(scan(self._lake.spark, state, metadata=True)):
+            return None
+
+        def replan(since: Snapshot, until: Snapshot) -> None:
+            stage(self.inserted(since, until))
+
+        tx.replanner = replan
+        return self._lake.commit(tx, info)
+
+
+def _replaced_anyway(since: Snapshot, until: Snapshot) -> None:
+    """Nothing to plan for rows inserted meanwhile: replacing a table's contents ends every
+    data file and inlined row live when it commits (``data_files.end_all``)."""
+
+
+def _matching(df: DataFrame, where: str | Column | None, alias: str | None) -> DataFrame:
+    """The rows of a metadata scan a DELETE or UPDATE applies to."""
+    if alias:
+        df = df.alias(alias)
+    if where is not None:
+        df = df.where(where if isinstance(where, Column) else F.expr(where))
+    return df
 
 
 def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:

@@ -117,6 +117,32 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
     return state
 
 
+def inserted_since(state: TableState, since: int) -> TableState:
+    """The part of ``state`` that snapshots after ``since`` inserted: their data files and
+    inlined rows. A file may still hold older rows (flushed inlined data keeps each row's
+    snapshot), so a scan of it is filtered on :data:`SNAPSHOT_ID` too (:func:`scan_inserted`).
+    """
+    inlined = []
+    for part in state.inlined:
+        keep = [i for i, begin in enumerate(part.begin_snapshots) if begin > since]
+        if keep:
+            inlined.append(replace(
+                part, row_ids=[part.row_ids[i] for i in keep],
+                begin_snapshots=[part.begin_snapshots[i] for i in keep],
+                end_snapshots=[part.end_snapshots[i] for i in keep],
+                values=[part.values[i] for i in keep]))
+    return replace(state, data_files=[f for f in state.data_files if f.begin_snapshot > since],
+                   inlined=inlined)
+
+
+def scan_inserted(spark: SparkSession, state: TableState, since: int) -> DataFrame:
+    """The rows of the table at ``state.snapshot_id`` that snapshots after ``since`` inserted,
+    with the metadata columns: what a DELETE, UPDATE or MERGE planned at ``since`` has not
+    seen (see ``Transaction.replanner``)."""
+    return scan(spark, inserted_since(state, since), metadata=True) \
+        .where(F.col(SNAPSHOT_ID) > F.lit(since))
+
+
 def lake_text(lake: Lake, sql: str):  # noqa: ANN201 - sqlalchemy TextClause
     from sqlalchemy import text
 
@@ -163,28 +189,36 @@ def _default(column: ColumnInfo) -> Column:
     return F.lit(value).cast(target)
 
 
-def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
-    """A value written under column tree ``old`` (read physically) as column ``new`` now."""
+def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = True) -> Column:
+    """A value written under column tree ``old`` as column ``new`` now: nested fields are
+    matched by column id (renamed ones follow, dropped ones go, added ones get their default)
+    and leaves are widened. ``physical`` values were read from Parquet with
+    ``spark_type(physical=True)``; inlined rows are already logical (``physical=False``)."""
+    def leaf(e: Column, column: ColumnInfo) -> Column:
+        return convert(e, column) if physical else e
+
     if _same(old, new):
-        return convert(expr, old)
+        return leaf(expr, old)
     if new.type.name == "struct" and old.type.name == "struct":
         by_id = {c.column_id: c for c in old.children}
         fields = []
         for child in new.children:
             if child.column_id in by_id:
                 src = by_id[child.column_id]
-                fields.append(reshape(expr.getField(src.column_name), src, child)
+                fields.append(reshape(expr.getField(src.column_name), src, child, physical)
                               .alias(child.column_name))
             else:
                 fields.append(_default(child).alias(child.column_name))
         return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     if new.type.name == "list" and old.type.name == "list":
-        return F.transform(expr, lambda x: reshape(x, old.children[0], new.children[0]))
+        return F.transform(expr, lambda x: reshape(x, old.children[0], new.children[0],
+                                                   physical))
     if new.type.name == "map" and old.type.name == "map":
         out = F.transform_values(expr, lambda _k, v: reshape(v, old.children[1],
-                                                             new.children[1]))
-        return F.transform_keys(out, lambda k, _v: reshape(k, old.children[0], new.children[0]))
-    return convert(expr, old).cast(spark_type(new))
+                                                             new.children[1], physical))
+        return F.transform_keys(out, lambda k, _v: reshape(k, old.children[0], new.children[0],
+                                                           physical))
+    return leaf(expr, old).cast(spark_type(new))
 
 
 def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
