@@ -472,6 +472,44 @@ def test_added_file_with_mapping_id_zero(duck, lake, tmp_path):  # noqa: ANN001
         assert ours == theirs, f"changes {start}..{end}:\nspark : {ours}\nduckdb: {theirs}"
 
 
+def test_nested_changes_over_inlined_rows(duck, lake):  # noqa: ANN001
+    """Rows still inlined from before a nested field was added, renamed or dropped (at any
+    depth, in a struct, a list of structs and a map's values) read back reshaped, as DuckDB
+    reads them: in time travel, at the latest snapshot and in the change feed."""
+    versions = [run(duck, "CREATE TABLE lake.ns (id INTEGER, s STRUCT(x INTEGER, "
+                          "nest STRUCT(a INTEGER)), l STRUCT(k INTEGER)[], "
+                          "m MAP(VARCHAR, STRUCT(p INTEGER)))")]
+    versions.append(run(duck, "INSERT INTO lake.ns VALUES (1, {'x': 1, 'nest': {'a': 1}}, "
+                              "[{'k': 1}], MAP {'a': {'p': 1}}), (2, NULL, NULL, NULL)"))
+    for alter, row in [
+        ("ADD COLUMN s.y VARCHAR", "(3, {'x': 3, 'nest': {'a': 3}, 'y': 'y3'}, [], MAP {})"),
+        ("ADD COLUMN s.nest.b BIGINT", "(4, {'x': 4, 'nest': {'a': 4, 'b': 4}, 'y': NULL}, "
+                                        "NULL, NULL)"),
+        ("ADD COLUMN l.element.k2 VARCHAR", "(5, NULL, [{'k': 5, 'k2': 'five'}], NULL)"),
+        ("ADD COLUMN m.value.q DOUBLE", "(6, NULL, NULL, MAP {'b': {'p': 6, 'q': 0.5}})"),
+        ("RENAME COLUMN s.x TO x_renamed", "(7, {'x_renamed': 7, 'nest': {'a': 7, 'b': 7}, "
+                                           "'y': 'y7'}, NULL, NULL)"),
+        ("DROP COLUMN s.nest.a", "(8, {'x_renamed': 8, 'nest': {'b': 8}, 'y': NULL}, "
+                                  "NULL, NULL)"),
+    ]:
+        versions.append(run(duck, f"ALTER TABLE lake.ns {alter}"))
+        versions.append(run(duck, f"INSERT INTO lake.ns VALUES {row}"))
+    versions.append(run(duck, "UPDATE lake.ns SET id = id + 100 WHERE id IN (1, 3)"))
+    versions.append(run(duck, "DELETE FROM lake.ns WHERE id = 2"))
+    tid = lake.table("main.ns").info().table_id
+    assert catalog(lake, "SELECT count(*) FROM {ducklake_inlined_data_tables} "
+                         f"WHERE table_id = {tid}") >= 2
+    assert catalog(lake, "SELECT count(*) FROM {ducklake_data_file}") == 0  # all inlined
+    check(duck, lake, "ns", versions)
+    table = lake.table("main.ns")
+    for start, end in [(versions[0], versions[-1]), (versions[1], versions[4]),
+                       (versions[5], versions[-1]), (versions[-2], versions[-1])]:
+        ours = spark_rows(table.changes(start, end))
+        theirs = duck_rows(duck, "SELECT * FROM ducklake_table_changes('lake', 'main', 'ns', "
+                                 f"{start}, {end})")
+        assert ours == theirs, f"changes {start}..{end}:\nspark : {ours}\nduckdb: {theirs}"
+
+
 # ------------------------------------------------------------------------------ 9. rename/drop
 def test_renamed_and_recreated_tables(duck, lake):  # noqa: ANN001
     v_create = run(duck, "CREATE TABLE lake.rn (id INTEGER, a VARCHAR)")

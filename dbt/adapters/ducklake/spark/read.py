@@ -510,10 +510,8 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             old = by_id.get(column.column_id)
             if old is None:
                 out.append(_default(column).alias(column.column_name))
-            elif _same(old, column):
-                out.append(F.col(f"`{old.column_name}`").alias(column.column_name))
-            else:
-                out.append(F.col(f"`{old.column_name}`").cast(spark_type(column))
+            else:  # a nested type reshaped by field id, as for Parquet files
+                out.append(reshape(F.col(f"`{old.column_name}`"), old, column, physical=False)
                            .alias(column.column_name))
         frames.append(df.select(
             *out, F.lit(None).cast("long").alias(FILE_ID), F.lit(None).cast("long")
