@@ -129,6 +129,29 @@ def test_many_live_files_are_all_read(spark, lake, duck, lake_target):  # noqa: 
     assert_same(duck, "many", table.read())
 
 
+def executed_plan(df) -> str:  # noqa: ANN001
+    return df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+
+
+def test_a_plain_read_is_a_plain_parquet_scan(spark, lake, duck, lake_target):  # noqa: ANN001
+    """Files without deleted rows are read as they are: no file facts are joined to their
+    rows and no hidden column is read, so the scan is what ``spark.read.parquet`` does. Files
+    with deletes (and metadata reads) get the facts, and only they."""
+    table = lake.create_table("main.plain", spark.range(0, 300, 1, 3).selectExpr(
+        "id", "id % 7 AS k"))
+    plan = executed_plan(table.read().groupBy().sum("k"))
+    assert plan.count("FileScan parquet") == 1, plan
+    for internal in ("file_path", "Join", "_ducklake_internal", "row_index"):
+        assert internal not in plan, plan
+    assert "_metadata" in executed_plan(table.read(metadata=True))
+    table.delete("id = 5")  # one file gets a (inlined) delete: it alone needs its facts
+    plan = executed_plan(table.read().groupBy().sum("k"))
+    assert plan.count("FileScan parquet") == 2, plan
+    assert plan.count("file_path") >= 1, plan
+    assert table.read().count() == 299
+    assert_same(duck, "plain", table.read())
+
+
 FLAT = T.StructType([f for f in SCHEMA.fields if f.name not in ("arr", "mp")])
 
 

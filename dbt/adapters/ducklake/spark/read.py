@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,17 +78,41 @@ class TableState:
         return cache[snapshot]
 
 
+# Table states read recently, per lake: (schema, table, snapshot, latest snapshot) -> state.
+# What a snapshot holds only changes when a later snapshot is committed (a compaction or flush
+# rewrites how older snapshots are stored, and commits a snapshot doing so), so a state stays
+# valid as long as the lake's latest snapshot is the one it was read under.
+_STATES: weakref.WeakKeyDictionary[Lake, OrderedDict[tuple[Any, ...], TableState]] = \
+    weakref.WeakKeyDictionary()
+_STATES_PER_LAKE = 64
+_STATES_LOCK = threading.Lock()
+
+
 def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = None,
                contents: bool = True) -> TableState:
     """Read the catalog state of a table at ``at`` (latest by default) in one transaction.
 
     ``contents=False`` reads only what a write needs (table, columns, directory, limit) and
     skips files and inlined rows: an append must not cost more as the table grows.
+
+    A state with contents is kept while the lake's latest snapshot stays the same: reading
+    the same table again (a dbt run reads its upstream tables again and again) then costs one
+    snapshot lookup instead of the file, delete and inlined-row queries. States are shared:
+    derive new ones with ``dataclasses.replace``, never change them in place.
     """
     with lake.read() as conn:
-        snapshot = lake.snapshot(version=at, conn=conn) if at is not None else \
-            lake.latest_snapshot(conn)
+        latest = lake.latest_snapshot(conn)
+        snapshot = lake.snapshot(version=at, conn=conn) if at is not None and \
+            at != latest.snapshot_id else latest
         s = snapshot.snapshot_id
+        key = (schema_name, table_name, s, latest.snapshot_id)
+        if contents:
+            with _STATES_LOCK:
+                states = _STATES.setdefault(lake, OrderedDict())
+                hit = states.get(key)
+                if hit is not None:
+                    states.move_to_end(key)
+                    return hit
         schema = lake.schema(schema_name, s, conn)
         table = lake.table(schema_name, table_name, s, conn)
         columns = lake.columns(table.table_id, s, conn)
@@ -114,6 +141,11 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
         hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
             m.is_partition for m in state.mappings.get(f.mapping_id, []))]
         state.path_values = lake.file_partition_columns(hive, conn)
+    with _STATES_LOCK:
+        states = _STATES.setdefault(lake, OrderedDict())
+        states[key] = state
+        while len(states) > _STATES_PER_LAKE:
+            states.popitem(last=False)
     return state
 
 
@@ -244,6 +276,11 @@ def scan(
     With ``metadata``, four hidden columns are added: the data file id and row position of
     Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
     ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well.
+
+    Without them, files that have no deleted rows at the snapshot and no rows from later
+    snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
+    rows, so the read costs what ``spark.read.parquet`` of the same files costs, and Spark's
+    column pruning and filter pushdown apply as usual.
     """
     s = state.snapshot_id
     parts: list[DataFrame] = []
@@ -264,12 +301,25 @@ def scan(
         key = (by_name, tuple(_signature(c) for c in file_columns), constants)
         groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
     deleted = _deleted_positions(state)
+    columns_only = not metadata and not embedded_snapshot
+    wanted = [F.col("`" + c.column_name.replace("`", "``") + "`") for c in state.columns]
     for (_, _, constants), (file_columns, by_name, files) in groups.items():
-        part = _scan_group(spark, state, file_columns, by_name, files, dict(constants))
-        parts.append(_without_deleted(
-            spark, part, {f.data_file_id: deleted[f.data_file_id] for f in files
-                          if f.data_file_id in deleted}))
-    parts.extend(_inlined_frames(spark, state))
+        # files with deleted rows or rows from later snapshots need their catalog facts
+        plain = [f for f in files if columns_only and f.data_file_id not in deleted
+                 and (f.partial_max is None or f.partial_max <= s)]
+        plain_ids = {f.data_file_id for f in plain}
+        joined = [f for f in files if f.data_file_id not in plain_ids]
+        if plain:
+            parts.append(_scan_group(spark, state, file_columns, by_name, plain,
+                                     dict(constants), plain=True))
+        if joined:
+            part = _without_deleted(spark, _scan_group(
+                spark, state, file_columns, by_name, joined, dict(constants)),
+                {f.data_file_id: deleted[f.data_file_id] for f in joined
+                 if f.data_file_id in deleted})
+            parts.append(part.select(*wanted) if columns_only else part)
+    parts.extend(part.select(*wanted) if columns_only else part
+                 for part in _inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c), True)
                              for c in state.columns] + _meta_fields()
@@ -283,7 +333,6 @@ def scan(
         result = result.drop(*META_COLUMNS)
     if not embedded_snapshot:
         result = result.drop(EMBEDDED_SNAPSHOT_ID)
-    _ = s
     return result
 
 
@@ -329,18 +378,26 @@ def _meta_fields() -> list[StructField]:
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
+    plain: bool = False,
 ) -> DataFrame:
+    """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
+    the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
+    the metadata columns, deletes and the embedded-snapshot filter)."""
     fields = []
     for c in file_columns:
         meta = {} if by_name else {FIELD_ID_KEY: c.column_id}
         fields.append(StructField(c.column_name, spark_type(c, physical=True,
                                                             field_ids=not by_name), True, meta))
-    for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID),
-                      (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
-        fields.append(StructField(name, LongType(), True, {} if by_name else {FIELD_ID_KEY: fid}))
+    if not plain:
+        for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID),
+                          (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
+            fields.append(StructField(name, LongType(), True,
+                                      {} if by_name else {FIELD_ID_KEY: fid}))
     paths = [state.path_of(f) for f in files]
     check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
+    if plain:
+        return df.select(*_shaped(state, file_columns, constants))
     df = df.select("*", F.col("_metadata.file_path").alias("__path"),
                    F.col("_metadata.row_index").alias(POSITION))
     if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
@@ -364,6 +421,23 @@ def _scan_group(
                         StructField("__begin", LongType())]),
         )
         df = df.join(F.broadcast(catalog), on="__path", how="inner")
+    out = _shaped(state, file_columns, constants)
+    embedded_snapshot = F.col(SNAPSHOT_ID_COLUMN)
+    df = df.where(embedded_snapshot.isNull() | (embedded_snapshot <= F.lit(state.snapshot_id)))
+    return df.select(
+        *out,
+        F.col("__fid").alias(FILE_ID),
+        F.col(POSITION).cast("long").alias(POSITION),
+        F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col(POSITION))
+        .alias(ROW_ID),
+        F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
+        embedded_snapshot.alias(EMBEDDED_SNAPSHOT_ID),
+    )
+
+
+def _shaped(state: TableState, file_columns: list[ColumnInfo],
+            constants: dict[int, str | None] | None) -> list[Column]:
+    """The table's columns at the snapshot, from columns read as ``file_columns``."""
     by_id = {c.column_id: c for c in file_columns}
     out = []
     for column in state.columns:
@@ -376,17 +450,7 @@ def _scan_group(
         else:
             out.append(reshape(F.col(f"`{old.column_name}`"), old, column)
                        .alias(column.column_name))
-    embedded_snapshot = F.col(SNAPSHOT_ID_COLUMN)
-    df = df.where(embedded_snapshot.isNull() | (embedded_snapshot <= F.lit(state.snapshot_id)))
-    return df.select(
-        *out,
-        F.col("__fid").alias(FILE_ID),
-        F.col(POSITION).cast("long").alias(POSITION),
-        F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col(POSITION))
-        .alias(ROW_ID),
-        F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
-        embedded_snapshot.alias(EMBEDDED_SNAPSHOT_ID),
-    )
+    return out
 
 
 def _read_parquet(spark: SparkSession, schema: StructType, paths: Sequence[str]) -> DataFrame:
