@@ -66,14 +66,57 @@ def test_change_feed_and_snapshot_views(engine, lake, duck):  # noqa: ANN001
         assert got == spark_rows(getattr(t, kind)(2, 5)), kind
     open_end = spark_rows(engine.execute("SELECT * FROM `main.t@changes:3..`").df)
     assert open_end == duck_rows(duck, "SELECT * FROM lake.table_changes('t', 3, 6)")
-    snapshots = engine.execute("SELECT snapshot_id, changes_made FROM `@snapshots` "
+    snapshots = engine.execute("SELECT snapshot_id, changes FROM `@snapshots` "
                                "ORDER BY snapshot_id").df.collect()
     assert [r[0] for r in snapshots] == list(range(7))
-    assert snapshots[2][1] == "inserted_into_table:1"
+    assert snapshots[2][1] == {"tables_inserted_into": ["1"]}
+    assert_same_snapshots(engine, duck)
     current = engine.execute("SELECT (SELECT snapshot_id FROM `@current_snapshot`) AS v").df
     assert current.collect()[0][0] == 6
     with pytest.raises(InvalidArgumentError, match="can be read, not written"):
         engine.execute("INSERT INTO `main.t@v3` VALUES (1, 'x', 1)")
+
+
+def assert_same_snapshots(engine, duck) -> None:  # noqa: ANN001
+    """``ducklake_snapshots()`` reads the same in both engines: columns, types, changes."""
+    df = engine.execute("SELECT * FROM `@snapshots`").df
+    theirs = duck.execute("SELECT * FROM ducklake_snapshots('lake') ORDER BY snapshot_id")
+    assert df.columns == [d[0] for d in theirs.description]
+    assert df.schema["changes"].dataType.simpleString() == "map<string,array<string>>"
+
+    def norm(rows) -> list[tuple]:  # noqa: ANN001 - lists of created names are unordered
+        def utc(t: dt.datetime) -> dt.datetime:  # Spark's session time zone is UTC
+            return t.astimezone(dt.timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+        return [(r[0], utc(r[1]), r[2], {k: sorted(v) for k, v in (r[3] or {}).items()},
+                 *r[4:]) for r in rows]
+
+    ours = [tuple(r) for r in df.orderBy("snapshot_id").collect()]
+    assert norm(ours) == norm(theirs.fetchall())
+
+
+def test_snapshots_match_duckdb_for_every_kind_of_change(engine, lake, duck):  # noqa: ANN001
+    """Names that DuckDB quotes (keywords, spaces, quotes) and every change kind we and DuckDB
+    write read back as DuckDB's ``ducklake_snapshots()`` shows them."""
+    spark = lake.spark
+    for sql in ('CREATE SCHEMA lake."My ""Schema"""', "CREATE SCHEMA lake.gone",
+                "DROP SCHEMA lake.gone", 'CREATE TABLE lake.main."name" (i INTEGER)',
+                "CREATE VIEW lake.main.v AS SELECT 1 AS x",
+                'INSERT INTO lake.main."name" VALUES (1)', 'DELETE FROM lake.main."name"',
+                'CREATE TABLE lake."My ""Schema""".Mixed (i INTEGER)'):
+        duck.execute(sql)
+    t = lake.create_table("main.ours", spark.range(30).selectExpr("id"))
+    t.append(spark.range(3).selectExpr("id"))
+    t.delete("id < 20")
+    t.update({"id": "id + 100"}, "id = 25")
+    lake.flush_inlined_data()
+    t.append(spark.range(40).selectExpr("id"))
+    lake.merge_adjacent_files()
+    engine.execute("CREATE VIEW main.w AS SELECT 2 AS y")
+    engine.execute("ALTER TABLE main.ours ADD COLUMN k INT")
+    engine.execute("DROP VIEW main.w")
+    engine.execute("DROP TABLE main.ours")
+    assert_same_snapshots(engine, duck)
 
 
 def test_feed_view_follows_new_commits_only_with_an_open_end(engine, lake, duck):  # noqa: ANN001

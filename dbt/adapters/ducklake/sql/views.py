@@ -16,9 +16,18 @@ from dataclasses import dataclass
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from ..lake.errors import NotFoundError
+from ..lake.snapshot_changes import changes_map
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
@@ -237,14 +246,18 @@ class ViewRegistry:
                     if self.pinned_version is None or s.snapshot_id <= self.pinned_version]
         else:
             return False
+        # DuckDB's ducklake_snapshots(): ``changes`` is a map from the kind of change to the
+        # ids or names it touched
         schema = StructType([
             StructField("snapshot_id", LongType()), StructField("snapshot_time", TimestampType()),
-            StructField("schema_version", LongType()), StructField("changes_made", StringType()),
+            StructField("schema_version", LongType()),
+            StructField("changes", MapType(StringType(), ArrayType(StringType()))),
             StructField("author", StringType()), StructField("commit_message", StringType()),
             StructField("commit_extra_info", StringType())])
         df = local_frame(self.spark, [
-            (s.snapshot_id, s.snapshot_time, s.schema_version, s.changes_made, s.author,
-             s.commit_message, s.commit_extra_info) for s in rows], schema)
+            (s.snapshot_id, s.snapshot_time, s.schema_version,
+             list(changes_map(s.changes_made).items()), s.author, s.commit_message,
+             s.commit_extra_info) for s in rows], schema)
         with self._lock:
             df.createOrReplaceTempView(quote(name.view_name))
             self._registered[name.view_name] = self.pinned_version is None

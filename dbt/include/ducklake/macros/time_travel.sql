@@ -54,8 +54,9 @@
 {%- endmacro %}
 
 {#- Every snapshot of the lake (up to the pinned one when the profile pins a snapshot):
-    snapshot_id, snapshot_time, schema_version, changes_made, author, commit_message,
-    commit_extra_info. Select from it: `select * from {{ ducklake_snapshots() }}`. -#}
+    snapshot_id, snapshot_time, schema_version, changes (a map from the kind of change to the
+    ids or names it touched, as DuckDB's ducklake_snapshots() shows it), author,
+    commit_message, commit_extra_info. Select from it: `select * from {{ ducklake_snapshots() }}`. -#}
 {% macro ducklake_snapshots() -%}
   `@snapshots`
 {%- endmacro %}
