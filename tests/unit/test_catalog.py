@@ -131,6 +131,57 @@ def test_snapshot_resolution(lake_target):  # noqa: ANN001
     assert [s.schema_name for s in lake.schemas(at=2)] == ["main", "a", "b"]
 
 
+def test_snapshot_by_time_with_duckdbs_spelling_of_times(tmp_path):  # noqa: ANN001
+    """DuckDB stores SQLite snapshot times with trailing zeros of the fraction trimmed (or no
+    fraction at all); lookups by time compare them in the catalog, exactly at every edge."""
+    from sqlalchemy import event
+
+    lake = Lake.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
+    con = sqlite3.connect(tmp_path / "c.sqlite")
+    spelled = ["2026-01-01 10:00:00+00", "2026-01-01 10:00:00.1+00",
+               "2026-01-01 10:00:00.14902+00", "2026-01-01 10:00:00.149021+00",
+               "2026-01-01 10:00:01+00"]
+    for sid, when in enumerate(spelled, start=1):
+        con.execute("INSERT INTO ducklake_snapshot SELECT ?, ?, schema_version, "
+                    "next_catalog_id, next_file_id FROM ducklake_snapshot WHERE snapshot_id = 0",
+                    (sid, when))
+    con.commit()
+    con.close()
+
+    def at(when: str) -> int:
+        return lake.snapshot(timestamp=when).snapshot_id
+
+    def after(when: str) -> int:
+        return lake.snapshot_at_or_after(when).snapshot_id
+
+    assert at("2026-01-01 10:00:00+00") == 1
+    assert at("2026-01-01 10:00:00.099999+00") == 1
+    assert at("2026-01-01 10:00:00.1+00") == 2
+    assert at("2026-01-01 10:00:00.149020+00") == 3
+    assert at("2026-01-01 10:00:00.14902+00") == 3
+    assert at("2026-01-01 10:00:00.149021+00") == 4
+    assert at("2026-01-01 11:00:00.5+01:00") == 4  # 10:00:00.5 UTC
+    assert at("2026-01-01 10:00:00.999999+00") == 4
+    assert at("2026-01-01 10:00:01+00") == 5
+    assert after("2026-01-01 10:00:00+00") == 1
+    assert after("2026-01-01 10:00:00.000001+00") == 2
+    assert after("2026-01-01 10:00:00.100000+00") == 2
+    assert after("2026-01-01 10:00:00.149020+00") == 3
+    assert after("2026-01-01 10:00:00.14902+00") == 3
+    assert after("2026-01-01 10:00:00.149021+00") == 4
+    assert after("2026-01-01 10:00:00.5+00") == 5
+    with pytest.raises(SnapshotNotFoundError, match="at or after"):
+        after("2100-01-01 00:00:00+00")
+    # one lookup query, not a read of the whole history
+    statements: list[str] = []
+    event.listen(lake.engine, "before_cursor_execute",
+                 lambda *args: statements.append(args[2]))
+    at("2026-01-01 10:00:00.5+00")
+    assert sum("snapshot_time" in sql and "ORDER BY" in sql for sql in statements) == 1
+    assert all("snapshot_time" not in sql or "WHERE" in sql for sql in statements)
+    lake.close()
+
+
 @pytest.mark.parametrize(
     ("text", "dialect"),
     [

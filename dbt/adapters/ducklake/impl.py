@@ -223,11 +223,13 @@ class DuckLakeAdapter(SQLAdapter):
 
         lake = self.runtime().lake.lake
         key = f"{relation.schema}.{relation.identifier}".lower()
-        snapshots = lake.snapshots()
-        end = snapshots[-1].snapshot_id
+        end = lake.latest_snapshot().snapshot_id
         start = None
         if incremental:
-            for snapshot in reversed(snapshots):
+            # commit_extra_info is JSON written with sorted keys: the node's writes contain
+            # this fragment, so the catalog finds them without reading the whole history
+            fragment = json.dumps({"node_unique_id": node_id})[1:-1]
+            for snapshot in lake.snapshots_with_extra_info(fragment):
                 try:
                     extra = json.loads(snapshot.commit_extra_info or "{}")
                 except ValueError:

@@ -351,6 +351,18 @@ class Lake:
             ).all()
         return [self._snapshot(r) for r in rows]
 
+    def snapshots_with_extra_info(self, fragment: str) -> list[Snapshot]:
+        """The snapshots whose ``commit_extra_info`` contains ``fragment``, newest first: the
+        catalog filters, so the cost does not grow with the snapshots that do not match
+        (SQLite's LIKE ignores ASCII case: callers check what they need)."""
+        pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%") \
+            .replace("_", "\\_") + "%"
+        with self.read() as conn:
+            rows = conn.execute(
+                text(self._snapshot_select() + " WHERE c.commit_extra_info LIKE :p "
+                     "ESCAPE '\\' ORDER BY s.snapshot_id DESC"), {"p": pattern}).all()
+        return [self._snapshot(r) for r in rows]
+
     def snapshot(
         self,
         version: int | None = None,
@@ -386,20 +398,13 @@ class Lake:
             return self._snapshot(row)
         if timestamp is not None:
             when = as_timestamp(timestamp)
-            rows = cast("Sequence[tuple[int, datetime | str]]", conn.execute(
-                text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
-            ).all())
-            best = None
-            for sid, stime in rows:
-                t = parse_time(stime)
-                if t <= when and (best is None or (t, sid) > best):
-                    best = (t, sid)
-            if best is None:
+            sid = self._snapshot_by_time(when, "<=", conn)
+            if sid is None:
                 raise SnapshotNotFoundError(
                     f"no snapshot at or before {when.isoformat()} (the lake's history starts "
                     f"later, or those snapshots have been expired); {self._available(conn)}"
                 )
-            return self.snapshot(version=best[1], conn=conn)
+            return self.snapshot(version=sid, conn=conn)
         return self.latest_snapshot(conn)
 
     def snapshot_at_or_after(self, timestamp: datetime | str,
@@ -410,18 +415,35 @@ class Lake:
             with self.read() as c:
                 return self.snapshot_at_or_after(timestamp, c)
         when = as_timestamp(timestamp)
-        rows = cast("Sequence[tuple[int, datetime | str]]", conn.execute(
-            text(f"SELECT snapshot_id, snapshot_time FROM {self.t('ducklake_snapshot')}")
-        ).all())
-        best = None
-        for sid, stime in rows:
-            t = parse_time(stime)
-            if t >= when and (best is None or (t, sid) < best):
-                best = (t, sid)
-        if best is None:
+        sid = self._snapshot_by_time(when, ">=", conn)
+        if sid is None:
             raise SnapshotNotFoundError(
                 f"no snapshot at or after {when.isoformat()}; {self._available(conn)}")
-        return self.snapshot(version=best[1], conn=conn)
+        return self.snapshot(version=sid, conn=conn)
+
+    def _snapshot_by_time(self, when: datetime, op: str, conn: Connection) -> int | None:
+        """The latest snapshot at or before ``when`` (``op`` ``<=``) or the earliest at or
+        after it (``>=``), in one query however long the history.
+
+        SQLite holds the times as UTC text, ``2026-01-31 12:00:00.1234+00``, DuckDB trimming
+        trailing zeros of the fraction and us writing six digits. Because ``+`` sorts before
+        every digit and ``.``, text order is time order; only the bound's spelling decides
+        ties, so ``<=`` compares with six digits (no spelling of the same instant is larger)
+        and ``>=`` with no trailing zeros (none is smaller).
+        """
+        bound: Any = when
+        if self.dialect == "sqlite":
+            utc = when.astimezone(timezone.utc)
+            bound = utc.strftime("%Y-%m-%d %H:%M:%S")
+            fraction = f"{utc.microsecond:06d}"
+            if op == ">=":
+                fraction = fraction.rstrip("0")
+            bound += ("." + fraction if fraction else "") + "+00"
+        order = "DESC" if op == "<=" else "ASC"
+        return cast("int | None", conn.execute(
+            text(f"SELECT snapshot_id FROM {self.t('ducklake_snapshot')} WHERE snapshot_time "
+                 f"{op} :t ORDER BY snapshot_time {order}, snapshot_id {order} LIMIT 1"),
+            {"t": bound}).scalar())
 
     def _available(self, conn: Connection) -> str:
         """The snapshot range a caller can pick from, for error messages."""
