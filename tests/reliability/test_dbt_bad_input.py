@@ -4,6 +4,7 @@ newer lake formats fail clearly and touch nothing."""
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import subprocess
 import sys
@@ -97,6 +98,33 @@ seeds:
         message = results.results[0].message
         assert "bigint); DROP TABLE" in message or "PARSE_SYNTAX_ERROR" in message, message
         assert len(lake.snapshots()) == before
+
+
+class TestSparkErrorsReadLikeSpark:
+    """A model that names a missing column fails with Spark's message, its suggestion and
+    position; the analyzed plan (temp views, hidden columns, file paths) stays in the debug
+    log."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"base.sql": "{{ config(materialized='table') }} "
+                            "select 1 as id, 'a' as name",
+                "typo.sql": "{{ config(materialized='table') }}\n"
+                            "select id, nmae from {{ ref('base') }}"}
+
+    def test_message_without_internals(self, project):  # noqa: ANN001
+        run_dbt(["run", "--select", "base"])
+        results, out = run_dbt_and_capture(["run", "--select", "typo"], expect_pass=False)
+        message = results.results[0].message
+        assert "[UNRESOLVED_COLUMN.WITH_SUGGESTION]" in message, message
+        assert "Did you mean one of the following? [`id`, `name`]" in message, message
+        # the position is in the statement dbt ran (target/run/...), the model inside a DDL
+        assert re.search(r"at line \d+, position 11 of the statement run: nmae", message), \
+            message
+        for internal in ("_ducklake_", "SubqueryAlias", "Project [", "Relation", ".parquet"):
+            assert internal not in message, message
+            assert internal not in out.split("Spark's error in full")[0], out
+        assert "compiled code at" in out, out
 
 
 class TestNewerLakeFormatIsRefused:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -398,8 +399,36 @@ class DuckLakeConnectionManager(SQLConnectionManager):
 
 
 def _spark_message(exc: BaseException) -> str:
-    """Spark's error without the JVM stack trace."""
+    """Spark's error as a dbt user needs it: the error class and message (``[UNRESOLVED_COLUMN
+    ...] ... Did you mean ...``) and where in the statement it is.
+
+    Spark appends the analyzed plan, which shows the adapter's inner workings (temp views,
+    hidden ``_ducklake_*`` columns, every data file path) rather than the user's query: that
+    goes to dbt's debug log only. Errors without Spark's structure lose the JVM stack trace.
+    """
     text = str(exc).strip()
-    lines = [line for line in text.splitlines() if not line.strip().startswith("at ")]
-    cut = "\n".join(lines[:20])
-    return cut or type(exc).__name__
+    message = None
+    try:
+        message = exc.getMessage()  # type: ignore[attr-defined]  # PySparkException
+    except Exception:  # noqa: BLE001 - not a Spark error with a message
+        message = None
+    if not message:
+        lines = [line for line in text.splitlines() if not line.strip().startswith("at ")]
+        return "\n".join(lines[:20]) or type(exc).__name__
+    logger.debug(f"Spark's error in full: {text}")
+    message = message.strip()
+    first = text.splitlines()[0] if text else ""
+    position = re.search(r"; line (\d+) pos (\d+)", first)
+    fragment = None
+    try:
+        contexts = exc.getQueryContext() or []  # type: ignore[attr-defined]
+        fragment = contexts[0].fragment() if contexts else None
+    except Exception:  # noqa: BLE001 - no query context
+        fragment = None
+    if position:
+        where = (f"at line {position.group(1)}, position {position.group(2)} of the "
+                 "statement run")
+        message += f"\n  {where}" + (f": {fragment}" if fragment else "")
+    elif fragment:
+        message += f"\n  at: {fragment}"
+    return message
