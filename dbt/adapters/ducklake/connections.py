@@ -129,6 +129,7 @@ def check_data_path(data_path: str) -> None:
 def spark_session(credentials: DuckLakeCredentials) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     check_java()
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
@@ -144,10 +145,57 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
         builder = builder.config("spark.pyspark.python", sys.executable)
     for key, value in (credentials.spark_conf or {}).items():
         builder = builder.config(key, str(value))
-    session = builder.getOrCreate()
+    log_file = None if credentials.spark_console or SparkContext._active_spark_context \
+        else _dbt_log_file()
+    with _stderr_to(log_file):
+        session = builder.getOrCreate()
     # Task failures reach the user as the statement's error; the JVM's own log is noise.
     session.sparkContext.setLogLevel("FATAL")
     return session
+
+
+def _dbt_log_file() -> str | None:
+    """dbt's log file (``logs/dbt.log`` of the project unless ``--log-path`` says else)."""
+    try:
+        from dbt.flags import get_flags
+
+        flags = get_flags()
+        log_path = getattr(flags, "LOG_PATH", None) or os.path.join(
+            getattr(flags, "PROJECT_DIR", None) or os.getcwd(), "logs")
+        os.makedirs(log_path, exist_ok=True)
+        return os.path.join(str(log_path), "dbt.log")
+    except Exception:  # noqa: BLE001 - outside a dbt invocation, or no writable log dir
+        return None
+
+
+@contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """Point this process's stderr at ``path`` while Spark starts its JVM.
+
+    The JVM inherits the file descriptor and keeps it: its start-up lines (``Using incubator
+    modules``, log4j's defaults, ``NativeCodeLoader``) and everything it prints later land in
+    dbt's log file instead of between dbt's own console lines, which go to stdout. Python's
+    stderr is restored as soon as the JVM is up.
+    """
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        os.close(saved)
+        yield
+        return
+    try:
+        os.dup2(target, 2)
+        os.close(target)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def runtime_for(credentials: DuckLakeCredentials) -> Runtime:

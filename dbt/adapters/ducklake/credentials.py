@@ -30,6 +30,9 @@ class DuckLakeCredentials(Credentials):
     author: str | None = None
     max_retry_count: int = 10
     app_name: str = "dbt-ducklake"
+    # The JVM's own output (its start-up lines, Spark's log) goes to dbt's log file unless
+    # this is true; then it is printed to the console as Spark prints it.
+    spark_console: bool = False
 
     _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf"}
 
@@ -71,6 +74,9 @@ class DuckLakeCredentials(Credentials):
                 raise DbtRuntimeError(
                     "snapshot_version and snapshot_time both pin the run to a snapshot; give one")
             data["snapshot_time"] = str(data["snapshot_time"])
+        if not isinstance(data.get("spark_console", False), bool):
+            raise DbtRuntimeError(
+                f"spark_console must be true or false, got {data['spark_console']!r}")
         if not isinstance(data.get("spark_conf", {}), dict):
             raise DbtRuntimeError("spark_conf must be a mapping of Spark configuration keys")
         return data
