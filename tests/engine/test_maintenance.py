@@ -41,6 +41,14 @@ def catalog_rows(lake, sql: str) -> list:  # noqa: ANN001
         return [tuple(r) for r in conn.execute(text(sql.replace("{m}.", lake.lake.prefix)))]
 
 
+def reattach(duck, lake_target) -> None:  # noqa: ANN001
+    """A DuckDB session caches which inlined-data tables a table has; a flush (ours, or
+    another DuckDB process's) drops the ones it emptied, so a session that read the table
+    before attaches again, as it would after another DuckDB process flushed."""
+    duck.execute("DETACH lake")
+    duck.execute(lake_target.duckdb_attach)
+
+
 def live_files(lake, table: str = "t") -> int:  # noqa: ANN001
     return catalog_rows(lake, "SELECT count(*) FROM {m}.ducklake_data_file f JOIN "
                               "{m}.ducklake_table t USING (table_id) WHERE f.end_snapshot IS "
@@ -110,7 +118,8 @@ def build_history(spark, lake) -> tuple[int, int]:  # noqa: ANN001
 
 
 # ------------------------------------------------------------------------ transparency
-def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake):  # noqa: ANN001
+def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake,  # noqa: ANN001
+                                                            lake_target):
     first, last = build_history(spark, lake)
     snapshots = list(range(first, last + 1))
     ranges = [(s, s) for s in snapshots] + [(first, last), (first + 3, last - 2), (0, last)]
@@ -119,6 +128,7 @@ def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake): 
     assert inlined_rows(lake) > 0
 
     flushed = lake.flush_inlined_data()
+    reattach(duck, lake_target)
     assert flushed.rows_flushed > 0 and inlined_rows(lake) == 0
     assert lake.current_snapshot().changes[-1].startswith("inline_flush:") or any(
         c.startswith("inline_flush:") for c in lake.current_snapshot().changes)
@@ -157,9 +167,10 @@ def read_all(duck, lake, table: str = "t"):  # noqa: ANN001
     return out
 
 
-def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake):  # noqa: ANN001
+def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake, lake_target):  # noqa: ANN001
     build_history(spark, lake)
     lake.flush_inlined_data()
+    reattach(duck, lake_target)
     lake.merge_adjacent_files()
     lake.rewrite_data_files(delete_threshold=0.5)
     before = read_all(duck, lake)
@@ -184,7 +195,7 @@ def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake):  # noqa: ANN0
         expected + [(901, 9, "tiny", "y")], key=repr)
 
 
-def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake):  # noqa: ANN001
+def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake, lake_target):  # noqa: ANN001
     for sql in (
         "CREATE TABLE lake.t(id BIGINT, s VARCHAR, d DOUBLE)",
         "INSERT INTO lake.t SELECT range, 'a' || range, range / 2 FROM range(30)",
@@ -207,6 +218,7 @@ def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake):  # noqa: ANN00
     duck.execute("INSERT INTO lake.t SELECT range, 'e', 0, 4 FROM range(500, 520)")
     before = read_all(duck, lake)
     flushed = lake.flush_inlined_data()
+    reattach(duck, lake_target)
     merged = lake.merge_adjacent_files()
     rewritten = lake.rewrite_data_files(delete_threshold=0.5)
     assert flushed.rows_flushed == 1 and merged.files_processed == 3
@@ -220,6 +232,64 @@ def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake):  # noqa: ANN00
     assert read_all(duck, lake) == {max(after): after[max(after)]}
     duck.execute("INSERT INTO lake.t VALUES (7000, 'after', 1, 1)")  # DuckDB writes on
     assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(len(after[max(after)]) + 1,)]
+
+
+def test_flush_drops_the_inlined_tables_it_emptied_as_duckdb_does(spark, duck, lake,  # noqa: ANN001
+                                                                  lake_target, tmp_path):
+    """Each schema change gives a table a new inlined-data table; after a flush, DuckDB drops
+    the older versions' tables that are now empty (and their registry rows) and keeps the
+    newest. Ours leaves the same tables as DuckDB's flush of an identical twin lake."""
+    from conftest import duckdb_connect
+
+    statements = (
+        "CREATE TABLE {db}.t(id BIGINT, s VARCHAR)",
+        "CREATE TABLE {db}.u(id BIGINT)",
+        "INSERT INTO {db}.t VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO {db}.u VALUES (1)",
+        "ALTER TABLE {db}.t ADD COLUMN c INTEGER",
+        "INSERT INTO {db}.t VALUES (3, 'c', 3)",
+        "ALTER TABLE {db}.t ADD COLUMN d INTEGER",
+        "INSERT INTO {db}.t VALUES (4, 'd', 4, 4)",
+        "DELETE FROM {db}.t WHERE id = 4",
+    )
+    twin = duckdb_connect()
+    twin.execute(f"ATTACH 'ducklake:sqlite:{tmp_path / 'twin.sqlite'}' AS twin "
+                 f"(DATA_PATH '{tmp_path / 'twin'}/')")
+    for sql in statements:
+        duck.execute(sql.format(db="lake"))
+        twin.execute(sql.format(db="twin"))
+
+    def registry(rows) -> list:  # noqa: ANN001
+        return sorted((int(t), int(v), n) for t, v, n in rows)
+
+    before = registry(catalog_rows(lake, "SELECT table_id, schema_version, table_name FROM "
+                                         "{m}.ducklake_inlined_data_tables"))
+    assert len(before) == 4  # t at three schema versions, u at one
+    twin.execute("CALL ducklake_flush_inlined_data('twin')")
+    flushed = lake.flush_inlined_data()
+    assert flushed.rows_flushed == 5  # t: 4 rows (one of them deleted since), u: 1
+    theirs = registry(twin.execute(
+        "SELECT table_id, schema_version, table_name FROM "
+        "__ducklake_metadata_twin.ducklake_inlined_data_tables").fetchall())
+    ours = registry(catalog_rows(lake, "SELECT table_id, schema_version, table_name FROM "
+                                       "{m}.ducklake_inlined_data_tables"))
+    assert ours == theirs and len(ours) < len(before), (ours, theirs, before)
+    for _, _, name in before:  # dropped tables are gone, kept ones are there
+        exists = bool(catalog_rows(
+            lake, "SELECT count(*) FROM information_schema.tables WHERE table_name = "
+                  f"'{name}'")[0][0]) if lake.lake.dialect == "postgresql" else bool(
+            catalog_rows(lake, "SELECT count(*) FROM sqlite_master WHERE name = "
+                               f"'{name}'")[0][0])
+        assert exists == (name in {n for _, _, n in ours}), name
+    # a DuckDB session that read the table before the flush caches the dropped tables' names
+    # (as it does when another DuckDB process flushes); a new session writes on
+    fresh = duckdb_connect()
+    fresh.execute(lake_target.duckdb_attach)
+    fresh.execute("INSERT INTO lake.t VALUES (5, 'e', 5, 5)")
+    assert duck_rows(fresh, "SELECT id FROM lake.t ORDER BY id") == [(1,), (2,), (3,), (5,)]
+    fresh.close()
+    assert spark_rows(lake.table("main.t").read().select("id")) == [(1,), (2,), (3,), (5,)]
+    twin.close()
 
 
 # ------------------------------------------------------------------------ safety

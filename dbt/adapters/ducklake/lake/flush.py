@@ -14,18 +14,21 @@ The rows are written by Spark in :mod:`..spark.compaction`; this module commits 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import files as lake_files
 from . import inlined_data
-from .catalog import join_path
+from .catalog import Lake, join_path
 from .commit import CommitContext, NewDataFile, TableRef, Transaction, uuid7
 from .data_files import register_files
 from .delete_files import delete_file_table, read_delete_file, schedule_for_deletion
 from .errors import CommitConflictError
 from .models import DeleteFile
 from .tables import DATA
+
+log = logging.getLogger("dbt.adapters.ducklake.lake")
 
 FLUSH_TOKEN = "inline_flush"
 
@@ -70,8 +73,25 @@ def stage_flush(
             _flush_file_deletes(ctx, tx, table_id, table_dir, flushed_at, file_deletes)
             ctx.change(8, f"deleted_from_table:{table_id}")
         ctx.change(13, f"{FLUSH_TOKEN}:{table_id}")
+        if not any(isinstance(hook, _DropEmptyTables) for hook in ctx.after_commit):
+            ctx.after_commit.append(_DropEmptyTables(lake))  # once per commit, as DuckDB
 
     tx.add(DATA, op, f"{FLUSH_TOKEN}:{table_id}")
+
+
+class _DropEmptyTables:
+    """After a flush commits: drop the inlined-data tables it emptied (DuckDB does the same).
+    The flush has landed by then, so a failure here is only logged: the tables stay, empty,
+    and the next flush tries again."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+
+    def __call__(self) -> None:
+        try:
+            inlined_data.drop_empty_superseded_tables(self.lake)
+        except Exception as exc:  # noqa: BLE001 - the flush itself has committed
+            log.warning("could not drop emptied inlined-data tables after a flush: %s", exc)
 
 
 def _flush_file_deletes(

@@ -172,6 +172,28 @@ def end_all_rows(ctx: CommitContext, table_id: int) -> int:
     return total
 
 
+def drop_empty_superseded_tables(lake: Lake) -> list[str]:
+    """Drop the inlined-data tables of older schema versions that hold no rows any more, with
+    their ``ducklake_inlined_data_tables`` rows, as DuckDB does after a commit that flushed
+    inlined data: the flush moved their rows to Parquet, and only the newest version's table
+    takes new rows. Returns the names dropped."""
+    registry = lake.t("ducklake_inlined_data_tables")
+    dropped: list[str] = []
+    with lake.write() as conn:
+        candidates = cast("Sequence[tuple[int, int, str]]", conn.execute(text(
+            f"SELECT d.table_id, d.schema_version, d.table_name FROM {registry} d WHERE "
+            f"d.schema_version < (SELECT MAX(d2.schema_version) FROM {registry} d2 "
+            "WHERE d2.table_id = d.table_id)")).all())
+        for table_id, schema_version, name in candidates:
+            if conn.execute(text(f"SELECT COUNT(*) FROM {lake.t(name)}")).scalar():
+                continue
+            conn.execute(text(f"DELETE FROM {registry} WHERE table_id = :t AND "
+                              "schema_version = :v"), {"t": table_id, "v": schema_version})
+            conn.execute(text(f"DROP TABLE IF EXISTS {lake.t(name)}"))
+            dropped.append(name)
+    return dropped
+
+
 def inlined_delete_table(table_id: int) -> str:
     return f"ducklake_inlined_delete_{table_id}"
 
