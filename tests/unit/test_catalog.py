@@ -182,6 +182,27 @@ def test_snapshot_by_time_with_duckdbs_spelling_of_times(tmp_path):  # noqa: ANN
     lake.close()
 
 
+def test_a_failing_follow_up_after_commit_keeps_the_landed_snapshot(tmp_path):  # noqa: ANN001
+    """``after_commit`` hooks run once the snapshot has landed: one that fails is logged, and
+    the commit still reports its snapshot and keeps the files it references."""
+    lake = Lake.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
+    kept = tmp_path / "data" / "kept.parquet"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(b"x")
+    tx = Transaction(lake)
+    create_schema(tx, "s")
+    tx.files_written.append(str(kept))
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    tx.add(99, lambda ctx: ctx.after_commit.append(fail))
+    snapshot = tx.commit()
+    assert lake.latest_snapshot().snapshot_id == snapshot.snapshot_id == 1
+    assert kept.exists()
+    lake.close()
+
+
 @pytest.mark.parametrize(
     ("text", "dialect"),
     [

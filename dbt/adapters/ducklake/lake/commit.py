@@ -416,7 +416,13 @@ class Transaction:
                     undo()
             raise
         for hook in ctx.after_commit:
-            hook()
+            # The snapshot has landed: a failing follow-up must not make the caller treat
+            # the commit as failed (and remove the files it references).
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("after snapshot %d landed, a follow-up step failed: %s",
+                            sent.snapshot.snapshot_id, _first_line(exc))
         return sent.snapshot
 
     # ------------------------------------------------------------------ ambiguous commits

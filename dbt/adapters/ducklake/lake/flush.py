@@ -14,7 +14,6 @@ The rows are written by Spark in :mod:`..spark.compaction`; this module commits 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,8 +26,6 @@ from .delete_files import delete_file_table, read_delete_file, schedule_for_dele
 from .errors import CommitConflictError
 from .models import DeleteFile
 from .tables import DATA
-
-log = logging.getLogger("dbt.adapters.ducklake.lake")
 
 FLUSH_TOKEN = "inline_flush"
 
@@ -81,17 +78,14 @@ def stage_flush(
 
 class _DropEmptyTables:
     """After a flush commits: drop the inlined-data tables it emptied (DuckDB does the same).
-    The flush has landed by then, so a failure here is only logged: the tables stay, empty,
-    and the next flush tries again."""
+    The flush has landed by then, so a failure here is only logged (by the commit): the
+    tables stay, empty, and the next flush tries again."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
 
     def __call__(self) -> None:
-        try:
-            inlined_data.drop_empty_superseded_tables(self.lake)
-        except Exception as exc:  # noqa: BLE001 - the flush itself has committed
-            log.warning("could not drop emptied inlined-data tables after a flush: %s", exc)
+        inlined_data.drop_empty_superseded_tables(self.lake)
 
 
 def _flush_file_deletes(
