@@ -49,6 +49,18 @@ def reattach(duck, lake_target) -> None:  # noqa: ANN001
     duck.execute(lake_target.duckdb_attach)
 
 
+def catalog_table_exists(lake, name: str) -> bool:  # noqa: ANN001
+    """Whether the catalog database has table ``name`` in the lake's metadata schema."""
+    if lake.lake.dialect != "postgresql":
+        return bool(catalog_rows(
+            lake, f"SELECT count(*) FROM sqlite_master WHERE name = '{name}'")[0][0])
+    schema = f"'{lake.lake.metadata_schema}'" if lake.lake.metadata_schema else \
+        "current_schema()"
+    return bool(catalog_rows(
+        lake, "SELECT count(*) FROM information_schema.tables WHERE table_name = "
+              f"'{name}' AND table_schema = {schema}")[0][0])
+
+
 def live_files(lake, table: str = "t") -> int:  # noqa: ANN001
     return catalog_rows(lake, "SELECT count(*) FROM {m}.ducklake_data_file f JOIN "
                               "{m}.ducklake_table t USING (table_id) WHERE f.end_snapshot IS "
@@ -275,11 +287,7 @@ def test_flush_drops_the_inlined_tables_it_emptied_as_duckdb_does(spark, duck, l
                                        "{m}.ducklake_inlined_data_tables"))
     assert ours == theirs and len(ours) < len(before), (ours, theirs, before)
     for _, _, name in before:  # dropped tables are gone, kept ones are there
-        exists = bool(catalog_rows(
-            lake, "SELECT count(*) FROM information_schema.tables WHERE table_name = "
-                  f"'{name}'")[0][0]) if lake.lake.dialect == "postgresql" else bool(
-            catalog_rows(lake, "SELECT count(*) FROM sqlite_master WHERE name = "
-                               f"'{name}'")[0][0])
+        exists = catalog_table_exists(lake, name)
         assert exists == (name in {n for _, _, n in ours}), name
     # a DuckDB session that read the table before the flush caches the dropped tables' names
     # (as it does when another DuckDB process flushes); a new session writes on
