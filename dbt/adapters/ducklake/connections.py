@@ -7,6 +7,7 @@ commit of each statement, so BEGIN and COMMIT are no-ops (as in dbt-spark).
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import re
 import sys
@@ -29,6 +30,30 @@ from .sql.engine import Engine, StatementResult
 from .sql.views import ViewRegistry
 
 logger = AdapterLogger("DuckLake")
+
+
+class _ToDbtLog(logging.Handler):
+    """The library's Python log records (``dbt.adapters.ducklake``: per-read file skipping,
+    maintenance notes) in dbt's own log, at their level."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad log call must not fail a statement
+            return
+        if record.levelno >= logging.WARNING:
+            logger.warning(message)
+        elif record.levelno >= logging.INFO:
+            logger.info(message)
+        else:
+            logger.debug(message)
+
+
+_library_log = logging.getLogger("dbt.adapters.ducklake")
+if not any(isinstance(h, _ToDbtLog) for h in _library_log.handlers):
+    _library_log.addHandler(_ToDbtLog())
+    if _library_log.level == logging.NOTSET:
+        _library_log.setLevel(logging.DEBUG)
 
 _runtimes: dict[tuple[Any, ...], Runtime] = {}
 _runtimes_lock = threading.Lock()

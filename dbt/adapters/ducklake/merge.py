@@ -14,7 +14,8 @@ source row's fate changes (an update instead of an insert), so that is a conflic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow.compute as pc
@@ -29,8 +30,11 @@ from .lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismat
 from .lake.inlined_data import can_inline
 from .lake.models import ColumnInfo, Snapshot
 from .lake.stats import encode_value
+from .spark import skipping
 from .spark.lake import CommitInfo, LakeTable, arrow_locations
 from .spark.read import FILE_ID, POSITION, ROW_ID, TableState, scan
+
+log = logging.getLogger("dbt.adapters.ducklake")
 
 MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not_matched", "not_matched_by_source"
 ACTIONS = ("update", "update_star", "delete", "insert", "insert_star")
@@ -107,6 +111,7 @@ def merge_into(
                 plan(scan(lake.spark, state, metadata=True))
                 return MergeResult(None, 0, 0, 0)
             state = pruned
+        state = _skip_files(lake, state, plan)
         frame = plan(scan(lake.spark, state, metadata=True)).persist(
             StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
@@ -169,6 +174,28 @@ def merge_into(
         if frame is not None:
             frame.unpersist()
         src.unpersist()
+
+
+def _skip_files(lake, state: TableState,  # noqa: ANN001
+                plan: Callable[[DataFrame], DataFrame]) -> TableState:
+    """The table state without the data files the merge's own filters on the target rule out:
+    the target-only conditions of the ON clause (dbt's ``incremental_predicates``), which Spark
+    pushes onto the target scan, judged by partition values and statistics (:mod:`.spark.
+    skipping`)."""
+    if not state.data_files:
+        return state
+    try:
+        probe = plan(scan(lake.spark, state, metadata=True, check=False))
+        filters = [f for f in skipping.scan_filters(lake.spark, probe)
+                   if f.scan.table_id == state.table.table_id
+                   and f.scan.snapshot_id == state.snapshot_id]
+    except Exception:  # noqa: BLE001 - skipping is an optimisation; the merge plans again
+        return state
+    skipped = skipping.judge(lake.lake, state, filters)
+    log.debug("MERGE target " + skipping.Reading(
+        f"{state.schema.schema_name}.{state.table.table_name}", state.snapshot_id,
+        skipped).describe())
+    return replace(state, data_files=skipped.kept)
 
 
 def _prune_by_source_keys(lake, state: TableState, src: DataFrame, on: str,  # noqa: ANN001

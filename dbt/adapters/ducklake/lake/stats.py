@@ -44,6 +44,7 @@ from .types import FLOAT_TYPES, LakeType
 
 __all__ = [
     "compare_encoded",
+    "sort_key",
     "encode_value",
     "file_column_stats",
     "inlined_value_text",
@@ -474,8 +475,13 @@ def _blob_bytes(text: str) -> bytes:
     return bytes(out)
 
 
-def _sort_key(text: str, lake_type: LakeType) -> Any:
-    """A Python value ordering like DuckDB orders the column type; ValueError if unknown."""
+def sort_key(text: str, lake_type: LakeType) -> Any:
+    """A Python value ordering like DuckDB orders the column type; ValueError if unknown.
+
+    Integers, decimals, dates (days since 1970, infinities as ``math.inf``) and timestamps
+    (nanoseconds since 1970, in UTC for timestamptz) are numbers; floats are ``(0, x)`` or
+    ``(1, 0.0)`` for NaN; varchar is its UTF-8 bytes.
+    """
     name = lake_type.name
     if name in _INT_RANGES:
         return int(text)
@@ -530,7 +536,7 @@ def compare_encoded(a: str, b: str, lake_type: LakeType) -> int:
     parse or types without an order here (interval, timetz, nested, variant, geometry).
     """
     try:
-        ka, kb = _sort_key(a, lake_type), _sort_key(b, lake_type)
+        ka, kb = sort_key(a, lake_type), sort_key(b, lake_type)
     except (KeyError, ArithmeticError) as exc:  # unknown boolean text, decimal.InvalidOperation
         raise ValueError(f"cannot compare {a!r} and {b!r} as {lake_type}") from exc
     return (ka > kb) - (ka < kb)

@@ -58,6 +58,7 @@ from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
+from .read import read as read_table
 from .types import column_specs, spark_type, table_schema
 
 
@@ -423,9 +424,15 @@ class LakeTable:
         return load_state(self._lake.lake, self.schema_name, self.table_name, at, contents)
 
     def read(self, version: int | None = None, timestamp: datetime | str | None = None,
-             metadata: bool = False) -> DataFrame:
-        """The table at a snapshot (latest, a version, or the latest at a timestamp)."""
-        return scan(self._lake.spark, self.state(version, timestamp), metadata=metadata)
+             metadata: bool = False, where: str | Column | None = None) -> DataFrame:
+        """The table at a snapshot (latest, a version, or the latest at a timestamp).
+
+        ``where`` (a SQL condition or a Column) filters the rows and skips the data files
+        whose partition values and column statistics rule it out; a ``where``/``filter``
+        called on the result does the same.
+        """
+        return read_table(self._lake.spark, self._lake.lake, self.state(version, timestamp),
+                          metadata=metadata, where=where)
 
     # ------------------------------------------------------------------ maintenance
     def flush_inlined_data(self) -> FlushResult:

@@ -10,6 +10,8 @@ from the catalog. Hidden columns expose row lineage for updates and the change f
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import logging
 import os
 import threading
 import weakref
@@ -35,7 +37,11 @@ from ..lake.delete_files import (
 from ..lake.errors import DataFileError
 from ..lake.files import strip_scheme
 from ..lake.models import ColumnInfo, DataFile, DeleteFile, NameMapping, SchemaInfo, TableInfo
-from .types import FIELD_ID_KEY, convert, spark_type
+from ..lake.pruning import SKIPPING_TYPES
+from . import skipping
+from .types import FIELD_ID_KEY, convert, needs_conversion, spark_type
+
+log = logging.getLogger("dbt.adapters.ducklake")
 
 FILE_ID = "_ducklake_data_file_id"
 POSITION = "_ducklake_position"
@@ -66,6 +72,9 @@ class TableState:
     inlining_row_limit: int = 10
     # data file id -> {column id: value text} for columns held in the file's hive path
     path_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
+    # file facts for skipping (:func:`.skipping.file_facts`), read on first use and shared by
+    # the states derived from this one: what a snapshot's files hold never changes
+    facts: dict[Any, Any] = field(default_factory=dict)
 
     def path_of(self, data_file: DataFile) -> str:
         return join_path(self.table_dir, data_file.path, data_file.path_is_relative)
@@ -147,6 +156,51 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
         while len(states) > _STATES_PER_LAKE:
             states.popitem(last=False)
     return state
+
+
+def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = False,
+         where: str | Column | None = None) -> DataFrame:
+    """The table at ``state.snapshot_id``, filtered by ``where``, over only the data files
+    whose partition values and statistics allow a row ``where`` keeps (:mod:`.skipping`).
+
+    Without ``where`` the result is a :class:`TableFrame`: its first ``where``/``filter``
+    narrows the files the same way, so ``read().where(...)`` costs what it reads.
+    """
+    if where is None:
+        return TableFrame(scan(spark, state, metadata=metadata),
+                          lambda condition: read(spark, lake, state, metadata, condition))
+    df = scan(spark, state, metadata=metadata, check=False).where(where)
+    try:
+        filters = [f for f in skipping.scan_filters(spark, df)
+                   if f.scan.table_id == state.table.table_id
+                   and f.scan.snapshot_id == state.snapshot_id]
+    except Exception:  # noqa: BLE001 - skipping is an optimisation: never fail a read
+        log.debug("file skipping: cannot inspect the plan", exc_info=True)
+        return scan(spark, state, metadata=metadata).where(where)
+    skipped = skipping.judge(lake, state, filters)
+    log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
+                               state.snapshot_id, skipped).describe())
+    return scan(spark, replace(state, data_files=skipped.kept), metadata=metadata).where(where)
+
+
+# the DataFrame class of a classic (non-Connect) session, looked up at run time: importing it
+# by name would make type checkers analyse all of PySpark's classic implementation
+_ClassicDataFrame: Any = importlib.import_module("pyspark.sql.classic.dataframe").DataFrame
+
+
+class TableFrame(_ClassicDataFrame):
+    """A whole-table read whose ``where``/``filter`` also skips files (see :func:`read`);
+    every other method behaves as on any DataFrame."""
+
+    def __init__(self, df: DataFrame, narrowed: Callable[[Any], DataFrame]) -> None:
+        super().__init__(df._jdf, df.sparkSession)  # noqa: SLF001
+        self._narrowed = narrowed
+
+    def filter(self, condition: Any) -> DataFrame:
+        return self._narrowed(condition)
+
+    def where(self, condition: Any) -> DataFrame:
+        return self._narrowed(condition)
 
 
 def inserted_since(state: TableState, since: int) -> TableState:
@@ -269,13 +323,14 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 # ---------------------------------------------------------------------------------- scanning
 def scan(
     spark: SparkSession, state: TableState, metadata: bool = False,
-    embedded_snapshot: bool = False,
+    embedded_snapshot: bool = False, check: bool = True,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
     With ``metadata``, four hidden columns are added: the data file id and row position of
     Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
-    ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well.
+    ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well. ``check=False`` skips
+    :func:`check_files`, for a scan only planned to see which files a query needs.
 
     Without them, files that have no deleted rows at the snapshot and no rows from later
     snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
@@ -311,10 +366,10 @@ def scan(
         joined = [f for f in files if f.data_file_id not in plain_ids]
         if plain:
             parts.append(_scan_group(spark, state, file_columns, by_name, plain,
-                                     dict(constants), plain=True))
+                                     dict(constants), plain=True, check=check))
         if joined:
             part = _without_deleted(spark, _scan_group(
-                spark, state, file_columns, by_name, joined, dict(constants)),
+                spark, state, file_columns, by_name, joined, dict(constants), check=check),
                 {f.data_file_id: deleted[f.data_file_id] for f in joined
                  if f.data_file_id in deleted})
             parts.append(part.select(*wanted) if columns_only else part)
@@ -378,23 +433,33 @@ def _meta_fields() -> list[StructField]:
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
-    plain: bool = False,
+    plain: bool = False, check: bool = True,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
     the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
     the metadata columns, deletes and the embedded-snapshot filter)."""
     fields = []
+    token = skipping.remember_scan(state.table.table_id, state.snapshot_id, files)
+    current = {c.column_id: c for c in state.columns}
     for c in file_columns:
-        meta = {} if by_name else {FIELD_ID_KEY: c.column_id}
+        now = current.get(c.column_id)
+        judged = now is not None and now.column_type == c.column_type and \
+            c.type.name in SKIPPING_TYPES and not needs_conversion(c)
+        meta = skipping.column_metadata(token, c.column_id if judged else None, c.column_type)
+        if not by_name:
+            meta[FIELD_ID_KEY] = c.column_id
         fields.append(StructField(c.column_name, spark_type(c, physical=True,
                                                             field_ids=not by_name), True, meta))
     if not plain:
         for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID),
                           (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID)):
-            fields.append(StructField(name, LongType(), True,
-                                      {} if by_name else {FIELD_ID_KEY: fid}))
+            meta = skipping.column_metadata(token)
+            if not by_name:
+                meta[FIELD_ID_KEY] = fid
+            fields.append(StructField(name, LongType(), True, meta))
     paths = [state.path_of(f) for f in files]
-    check_files(state, files, paths)
+    if check:
+        check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return df.select(*_shaped(state, file_columns, constants))

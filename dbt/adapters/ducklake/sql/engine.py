@@ -125,8 +125,9 @@ class Engine:
         kind = plan.getClass().getSimpleName()
         handler = getattr(self, f"_on_{kind}", None)
         if handler is None:
-            df = self.registry.run_with_views(self.spark.sql, sql)
-            return StatementResult("SELECT" if kind not in _COMMANDS else kind, df=df)
+            if kind in _COMMANDS:
+                return StatementResult(kind, df=self.registry.run_with_views(self.spark.sql, sql))
+            return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql))
         self.check_writable()
         return handler(plan, sql)
 
@@ -166,7 +167,7 @@ class Engine:
             return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
                              self.spark)
 
-        return self.registry.run_with_views(build, sql)
+        return self.registry.query(build, sql)
 
     def _name(self, parts: list[str]) -> LakeName:
         name = parse_name(parts)

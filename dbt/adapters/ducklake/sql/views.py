@@ -9,10 +9,13 @@ Registered views are dropped again as soon as the lake moves to a new snapshot.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -28,12 +31,15 @@ from pyspark.sql.types import (
 
 from ..lake.errors import NotFoundError
 from ..lake.snapshot_changes import changes_map
+from ..spark import skipping
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
 from ..spark.changes import load_sources
 from ..spark.lake import SparkLake
-from ..spark.read import load_state, local_frame, scan
+from ..spark.read import TableState, load_state, local_frame, scan
+
+log = logging.getLogger("dbt.adapters.ducklake")
 
 # PySpark logs every analysis error it raises; a missing lake relation is expected here and is
 # registered and retried, so that log line would only mislead.
@@ -170,6 +176,9 @@ class ViewRegistry:
         self.lake = lake
         self.pinned_version = pinned_version
         self._registered: dict[str, bool] = {}  # view name -> follows the latest snapshot
+        self._states: dict[str, TableState] = {}  # view name -> the table state it scans
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]  # noqa: SLF001
+        self._narrowed = itertools.count(1)
         self._snapshot: int | None = None
         self._lock = threading.RLock()
 
@@ -185,6 +194,7 @@ class ViewRegistry:
                 if floating:
                     self.spark.catalog.dropTempView(name)
                     del self._registered[name]
+                    self._states.pop(name, None)
             self._snapshot = latest
 
     def invalidate(self, name: LakeName | None = None) -> None:
@@ -194,6 +204,7 @@ class ViewRegistry:
                 if view in self._registered:
                     self.spark.catalog.dropTempView(view)
                     del self._registered[view]
+                    self._states.pop(view, None)
             self._snapshot = None
 
     def register(self, name: LakeName) -> bool:
@@ -214,15 +225,19 @@ class ViewRegistry:
         except NotFoundError:
             return self._register_view(name, version)
         df = scan(self.spark, state)
-        self._publish(name, df)
+        self._publish(name, df, state)
         return True
 
-    def _publish(self, name: LakeName, df: DataFrame) -> None:
+    def _publish(self, name: LakeName, df: DataFrame, state: TableState | None = None) -> None:
         floating = self.pinned_version is None and (
             name.plain or name.timestamp is not None or (name.feed is not None and not name.end))
         with self._lock:
             df.createOrReplaceTempView(quote(name.view_name))
             self._registered[name.view_name] = floating
+            if state is not None:
+                self._states[name.view_name] = state
+            else:
+                self._states.pop(name.view_name, None)
 
     def _register_feed(self, name: LakeName) -> bool:
         lake = self.lake.lake
@@ -286,10 +301,19 @@ class ViewRegistry:
         reference Spark reports is rewritten, at the position Spark gives, to the one
         identifier `` `schema.table` `` before the retry.
         """
+        return self._run(action, sql)[0]
+
+    def query(self, build: Callable[[str], DataFrame], sql: str) -> DataFrame:
+        """The DataFrame ``build`` makes of the query ``sql``, reading only the data files
+        its filters can match (:meth:`skip_files`)."""
+        df, final = self._run(build, sql)
+        return self.skip_files(build, final or sql, df)
+
+    def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
         while True:
             try:
-                return action(sql) if sql is not None else action()
+                return (action(sql) if sql is not None else action()), sql
             except AnalysisException as exc:
                 parts = missing_relation(exc)
                 if parts is None or attempts >= MAX_REGISTRATIONS_PER_STATEMENT:
@@ -303,12 +327,107 @@ class ViewRegistry:
                         raise
                     start, stop = span
                     sql = sql[:start] + quote(name.view_name) + sql[stop:]  # type: ignore[index]
+                    with self._lock:
+                        listed = name.view_name in self._registered
+                    if listed:  # retried under its view name; registered if that misses
+                        attempts += 1
+                        continue
                 # Register even when the registry lists it: another thread may have dropped
                 # the view (a commit invalidates views) while this statement was analysed.
                 if not self.register(name):
                     raise
                 attempts += 1
 
+    # ---------------------------------------------------------------------- file skipping
+    def skip_files(self, build: Callable[[str], DataFrame], sql: str,
+                   df: DataFrame) -> DataFrame:
+        """``df`` planned again over only the data files its filters can match.
+
+        Spark has pushed the query's filters onto the scans of each lake table in ``df``'s
+        optimised plan (:func:`.skipping.scan_filters`); every table whose catalog facts rule
+        files out gets a narrowed view of the remaining files, registered under a name of
+        its own for this statement, and the references to the table in ``sql`` are pointed
+        at it. Names inside views and CTEs of the same name are left as they are (still
+        right, only not narrowed). Logs one line per table read.
+        """
+        references = self._references(sql)
+        if not references:
+            return df
+        try:
+            filters = skipping.scan_filters(self.spark, df)
+        except Exception:  # noqa: BLE001 - skipping is an optimisation: never fail a query
+            log.debug("file skipping: cannot inspect the plan", exc_info=True)
+            return df
+        narrowed: dict[str, str] = {}
+        for view in sorted({view for _, _, view in references}):
+            state = self._states.get(view)
+            if state is None:
+                continue
+            mine = [f for f in filters if f.scan.table_id == state.table.table_id
+                    and f.scan.snapshot_id == state.snapshot_id]
+            skipped = skipping.judge(self.lake.lake, state, mine)
+            log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
+                                       state.snapshot_id, skipped).describe())
+            if len(skipped.kept) < skipped.total:
+                name = f"{view}@files:{next(self._narrowed)}"
+                scan(self.spark, replace(state, data_files=skipped.kept)) \
+                    .createOrReplaceTempView(quote(name))
+                narrowed[view] = name
+        if not narrowed:
+            return df
+        text = sql
+        for start, stop, view in sorted(references, reverse=True):
+            if view in narrowed:
+                text = text[:start] + quote(narrowed[view]) + text[stop:]
+        try:
+            return build(text)
+        finally:  # the analysed plan holds the views' plans: the names are no longer needed
+            for name in narrowed.values():
+                self.spark.catalog.dropTempView(name)
+
+    def _references(self, sql: str) -> list[tuple[int, int, str]]:
+        """``(start, stop, view name)`` of every reference in ``sql`` to a registered lake
+        table view, by the parser's positions; none for a name a CTE shadows."""
+        try:
+            plan = self._parser.parsePlan(sql)
+        except Exception:  # noqa: BLE001
+            return []
+        found: list[tuple[int, int, str]] = []
+        ctes: set[str] = set()
+        _relations(plan, found, ctes, set())
+        with self._lock:
+            known = set(self._states)
+        out = []
+        for start, stop, name in set(found):
+            if name in known and name.lower() not in ctes and \
+                    sql[start:stop] == quote(name):
+                out.append((start, stop, name))
+        return out
+
+
+def _relations(node: Any, found: list[tuple[int, int, str]], ctes: set[str],
+               seen: set[int]) -> None:
+    """Collect the single-part relation references of a parsed plan, with their spans."""
+    kind = node.nodeName()
+    if kind == "UnresolvedRelation":
+        parts = node.multipartIdentifier()
+        origin = node.origin()
+        if parts.size() == 1 and origin.startIndex().isDefined() and \
+                origin.stopIndex().isDefined():
+            found.append((origin.startIndex().get(), origin.stopIndex().get() + 1,
+                          parts.apply(0)))
+    if kind == "UnresolvedWith":
+        relations = node.cteRelations()
+        for i in range(relations.size()):
+            ctes.add(str(relations.apply(i)._1()).lower())
+    for getter in ("children", "innerChildren", "subqueries"):
+        seq = getattr(node, getter)()
+        for i in range(seq.size()):
+            child = seq.apply(i)
+            if child.hashCode() in seen and getter == "subqueries":
+                continue
+            seen.add(child.hashCode())
+            _relations(child, found, ctes, seen)
 
 def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:
     """The [start, stop) span of the failing relation in ``sql``, from Spark's query context."""
