@@ -255,3 +255,43 @@ class TestSparkOutputGoesToTheLogFile:
         with open(os.path.join(loud, "profiles.yml"), "w") as handle:
             yaml.safe_dump(profiles, handle)
         assert "Setting default log level" in dbt_run(loud)
+
+
+class TestIncrementalReadsOnlyNewFiles:
+    """``where day > (select max(day) from {{ this }})`` opens only the upstream files of new
+    days: the others are zeroed on disk (same size, so only opening one can tell) and the
+    incremental run still succeeds, and dbt's log says how many files were read."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "events.sql": "{{ config(materialized='incremental', partition_by=['day']) }}\n"
+                          "select id, date_add(date'2024-01-01', {{ var('d') }}) as day "
+                          "from range(50)",
+            "fresh.sql": "{{ config(materialized='incremental') }}\n"
+                         "select * from {{ ref('events') }}\n"
+                         "{% if is_incremental() %}"
+                         "where day > (select max(day) from {{ this }}){% endif %}",
+        }
+
+    def test_old_files_are_never_opened(self, project):  # noqa: ANN001
+        for day in range(3):
+            run_dbt(["run", "--vars", f"d: {day}"])
+        root = project.adapter.config.credentials.data_path
+        old = [p for p in data_files(project) if "/events/day=2024-01-0" in p.replace(
+            os.sep, "/") and "day=2024-01-03" not in p]
+        assert len(old) == 2, data_files(project)
+        for path in old:
+            size = os.path.getsize(path)
+            with open(path, "wb") as handle:
+                handle.write(b"\0" * size)
+        run_dbt(["run", "-s", "events", "--vars", "d: 3"])
+        _, log = run_dbt_and_capture(["--debug", "run", "-s", "fresh", "--vars", "d: 3"])
+        assert "read 1 of 4 files (skipped by partition: 3, by statistics: 0)" in log, log
+        lake = lake_of(project)
+        assert lake.table(project.test_schema, "fresh") is not None
+        assert root
+        results = run_dbt(["show", "--inline",
+                           f"select count(*) as n from {project.test_schema}.fresh",
+                           "--vars", "d: 3"])
+        assert int(results.results[0].agate_table.rows[0][0]) == 200

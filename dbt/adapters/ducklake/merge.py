@@ -185,7 +185,7 @@ def _skip_files(lake, state: TableState,  # noqa: ANN001
     if not state.data_files:
         return state
     try:
-        probe = plan(scan(lake.spark, state, metadata=True, check=False))
+        probe = plan(scan(lake.spark, state, metadata=True, probe=True))
         filters = [f for f in skipping.scan_filters(lake.spark, probe)
                    if f.scan.table_id == state.table.table_id
                    and f.scan.snapshot_id == state.snapshot_id]

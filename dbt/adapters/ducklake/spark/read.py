@@ -169,7 +169,7 @@ def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = Fa
     if where is None:
         return TableFrame(scan(spark, state, metadata=metadata),
                           lambda condition: read(spark, lake, state, metadata, condition))
-    df = scan(spark, state, metadata=metadata, check=False).where(where)
+    df = scan(spark, state, metadata=metadata, probe=True).where(where)
     try:
         filters = [f for f in skipping.scan_filters(spark, df)
                    if f.scan.table_id == state.table.table_id
@@ -323,14 +323,16 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 # ---------------------------------------------------------------------------------- scanning
 def scan(
     spark: SparkSession, state: TableState, metadata: bool = False,
-    embedded_snapshot: bool = False, check: bool = True,
+    embedded_snapshot: bool = False, probe: bool = False,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
     With ``metadata``, four hidden columns are added: the data file id and row position of
     Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
-    ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well. ``check=False`` skips
-    :func:`check_files`, for a scan only planned to see which files a query needs.
+    ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well. A ``probe`` is only
+    planned, never run, to see which filters a query puts on each scan (:mod:`.skipping`):
+    each scan names one of its files to Spark (so planning does not list them all) and the
+    files are not checked on disk.
 
     Without them, files that have no deleted rows at the snapshot and no rows from later
     snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
@@ -366,10 +368,10 @@ def scan(
         joined = [f for f in files if f.data_file_id not in plain_ids]
         if plain:
             parts.append(_scan_group(spark, state, file_columns, by_name, plain,
-                                     dict(constants), plain=True, check=check))
+                                     dict(constants), plain=True, probe=probe))
         if joined:
             part = _without_deleted(spark, _scan_group(
-                spark, state, file_columns, by_name, joined, dict(constants), check=check),
+                spark, state, file_columns, by_name, joined, dict(constants), probe=probe),
                 {f.data_file_id: deleted[f.data_file_id] for f in joined
                  if f.data_file_id in deleted})
             parts.append(part.select(*wanted) if columns_only else part)
@@ -433,7 +435,7 @@ def _meta_fields() -> list[StructField]:
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
-    plain: bool = False, check: bool = True,
+    plain: bool = False, probe: bool = False,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
     the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
@@ -458,7 +460,9 @@ def _scan_group(
                 meta[FIELD_ID_KEY] = fid
             fields.append(StructField(name, LongType(), True, meta))
     paths = [state.path_of(f) for f in files]
-    if check:
+    if probe:
+        paths = paths[:1]
+    else:
         check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:

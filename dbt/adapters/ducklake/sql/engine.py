@@ -123,6 +123,8 @@ class Engine:
             return self.alter_partitioning(self._name(alter[0]), alter[1])
         plan, sql = self._parse(sql)
         kind = plan.getClass().getSimpleName()
+        if kind == "CreateViewCommand" and self._plain_temp_view(plan):
+            return self._create_temp_view(plan, sql)
         handler = getattr(self, f"_on_{kind}", None)
         if handler is None:
             if kind in _COMMANDS:
@@ -130,6 +132,29 @@ class Engine:
             return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql))
         self.check_writable()
         return handler(plan, sql)
+
+    @staticmethod
+    def _plain_temp_view(plan: Any) -> bool:
+        return (plan.viewType().toString() == "LocalTempView"
+                and plan.userSpecifiedColumns().isEmpty() and plan.comment().isEmpty()
+                and plan.properties().isEmpty())
+
+    def _create_temp_view(self, plan: Any, sql: str) -> StatementResult:
+        """``CREATE [OR REPLACE] TEMPORARY VIEW v AS query`` (how dbt stages an incremental
+        model's new rows): the query is planned here, with file skipping, and the view holds
+        that plan; a view over a plan reads what the lake held when it was created, like every
+        lake relation of the session."""
+        df = self.dataframe(sql, lambda p: p.plan())
+        name = plan.name().quotedString()
+        if plan.replace():
+            df.createOrReplaceTempView(name)
+        else:
+            try:
+                df.createTempView(name)
+            except AnalysisException:
+                if not plan.allowExisting():
+                    raise
+        return StatementResult("CreateViewCommand")
 
     def check_writable(self) -> None:
         """A connection pinned to a snapshot reads the past: it must not write."""
