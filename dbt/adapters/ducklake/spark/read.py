@@ -75,6 +75,10 @@ class TableState:
     # file facts for skipping (:func:`.skipping.file_facts`), read on first use and shared by
     # the states derived from this one: what a snapshot's files hold never changes
     facts: dict[Any, Any] = field(default_factory=dict)
+    # whole-table DataFrames of this very state (not copied by ``dataclasses.replace``: a
+    # derived state holds other files)
+    scans: dict[Any, DataFrame] = field(default_factory=dict, init=False, repr=False,
+                                        compare=False)
 
     def path_of(self, data_file: DataFile) -> str:
         return join_path(self.table_dir, data_file.path, data_file.path_is_relative)
@@ -167,8 +171,12 @@ def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = Fa
     narrows the files the same way, so ``read().where(...)`` costs what it reads.
     """
     if where is None:
-        return TableFrame(scan(spark, state, metadata=metadata),
-                          lambda condition: read(spark, lake, state, metadata, condition))
+        # a state's scan never changes: built once, the DataFrame is shared (they are immutable)
+        key = ("scan", id(spark), metadata)
+        whole = state.scans.get(key)
+        if whole is None:
+            whole = state.scans.setdefault(key, scan(spark, state, metadata=metadata))
+        return TableFrame(whole, lambda condition: read(spark, lake, state, metadata, condition))
     df = scan(spark, state, metadata=metadata, probe=True).where(where)
     try:
         filters = [f for f in skipping.scan_filters(spark, df)

@@ -379,8 +379,8 @@ class ViewRegistry:
         for start, stop, view in sorted(references, reverse=True):
             if view in narrowed:
                 text = text[:start] + quote(narrowed[view]) + text[stop:]
-        try:
-            return build(text)
+        try:  # through _run: another thread's commit may have dropped a view meanwhile
+            return self._run(build, text)[0]
         finally:  # the analysed plan holds the views' plans: the names are no longer needed
             for name in narrowed.values():
                 self.spark.catalog.dropTempView(name)
