@@ -42,13 +42,13 @@ def oracle(duck, table: str, predicate: str) -> list[tuple]:  # noqa: ANN001
                                   f" WHERE {duck_predicate(predicate)}"))
 
 
-def file_of(lake, table: str, where: str) -> int:  # noqa: ANN001
+def file_of(lake, table: str, where: str, version: int | None = None) -> int:  # noqa: ANN001
     """The data file id holding the rows ``where`` selects (one file)."""
     from dbt.adapters.ducklake.spark.read import FILE_ID
 
-    ids = {r[0] for r in lake.table(f"main.{table}").read(metadata=True).where(where)
-           .select(FILE_ID).collect()}
-    assert len(ids) == 1, ids
+    ids = {r[0] for r in lake.table(f"main.{table}").read(version=version, metadata=True)
+           .where(where).select(FILE_ID).collect()}
+    assert len(ids) == 1 and None not in ids, ids
     return ids.pop()
 
 
@@ -247,3 +247,30 @@ def test_decimal_and_date_literals_of_other_spellings(spark, engine, lake):  # n
     assert rows(engine, "select count(*) from main.lit where dec = 2.5") == [(1,)]
     assert rows(engine, "select count(*) from main.lit where d > date_add('2024-01-01', 35)") \
         == [(4,)]
+
+
+def test_the_change_feed_skips_files(spark, engine, lake, duck):  # noqa: ANN001
+    """Insertions, deletions and changes read only the files a filter can match, ended files
+    included, and give DuckDB's rows."""
+    table = lake.create_table("main.cf", spark.range(0, 300, 1, 3).selectExpr("id", "id * 2 AS v"))
+    start = lake.current_snapshot().snapshot_id + 1
+    table.append(spark.range(1000, 1300, 1, 3).selectExpr("id", "id * 2 AS v"))
+    table.delete("id between 1000 and 1010 or id = 5")
+    table.update({"v": "v + 1"}, where="id = 1250")
+    end = lake.current_snapshot().snapshot_id
+    feeds = {"insertions": "ducklake_table_insertions", "deletions": "ducklake_table_deletions",
+             "changes": "ducklake_table_changes"}
+    predicates = ["id >= 1200", "id between 1003 and 1004", "id = 5", "id < 1100 and v > 0"]
+    for feed, function in feeds.items():
+        columns = "snapshot_id, rowid, change_type, id, v" if feed == "changes" else "id, v"
+        for predicate in predicates:
+            ours = sorted(rows(engine, f"select {columns} from `main.cf@{feed}:{start}..{end}` "
+                                       f"where {predicate}"))
+            theirs = sorted(duck_rows(duck, f"SELECT {columns} FROM (SELECT * FROM {function}("
+                                            f"'lake', 'main', 'cf', {start}, {end}) LIMIT "
+                                            f"1000000000) WHERE {predicate}"))
+            assert ours == theirs, (feed, predicate)
+    keep = file_of(lake, "cf", "id = 1250", version=start)  # the update's new row is inlined
+    corrupt_all_but(lake, "cf", keep)
+    assert sorted(rows(engine, f"select id, v from `main.cf@insertions:{start}..{end}` "
+                               "where id = 1250")) == [(1250, 2500), (1250, 2501)]

@@ -717,35 +717,38 @@ class Lake:
         return out
 
     def file_column_stats_rows(
-        self, table_id: int, column_ids: Sequence[int], at: int, conn: Connection,
+        self, table_id: int, column_ids: Sequence[int], at: int | None, conn: Connection,
     ) -> list[tuple[int, int, int | None, int | None, str | None, str | None, bool | None]]:
         """``(data file id, column id, null_count, value_count, min_value, max_value,
-        contains_nan)`` of the given columns for the files live at ``at``."""
+        contains_nan)`` of the given columns for the files live at ``at`` (every file of the
+        table that has not been cleaned up when ``at`` is ``None``: the change feed reads
+        files that later snapshots ended)."""
         if not column_ids:
             return []
         ids = sorted(set(column_ids))
         marks = ", ".join(f":c{i}" for i in range(len(ids)))
+        live = "" if at is None else " AND " + visible("f")
         rows = conn.execute(
             text(f"SELECT s.data_file_id, s.column_id, s.null_count, s.value_count, "
                  f"s.min_value, s.max_value, s.contains_nan FROM "
                  f"{self.t('ducklake_file_column_stats')} s JOIN "
                  f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
-                 f"WHERE s.table_id = :t AND s.column_id IN ({marks}) AND " + visible("f")),
+                 f"WHERE s.table_id = :t AND s.column_id IN ({marks})" + live),
             {"t": table_id, "s": at, **{f"c{i}": v for i, v in enumerate(ids)}},
         ).all()
         return [(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], to_bool(r[6])) for r in rows]
 
-    def file_partition_keys(self, table_id: int, at: int, conn: Connection
+    def file_partition_keys(self, table_id: int, at: int | None, conn: Connection
                             ) -> dict[int, list[tuple[int, str, str | None]]]:
         """Data file id -> ``(column id, transform, partition value)`` per partition key, for
-        the partitioned files live at ``at``."""
+        the partitioned files live at ``at`` (all of the table's files when ``None``)."""
         rows = cast("Sequence[tuple[int, int, str, str | None]]", conn.execute(
             text(f"SELECT v.data_file_id, c.column_id, c.transform, v.partition_value FROM "
                  f"{self.t('ducklake_file_partition_value')} v JOIN "
                  f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
                  f"{self.t('ducklake_partition_column')} c ON c.partition_id = f.partition_id "
                  "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index "
-                 "WHERE v.table_id = :t AND " + visible("f")),
+                 "WHERE v.table_id = :t" + ("" if at is None else " AND " + visible("f"))),
             {"t": table_id, "s": at},
         ).all())
         out: dict[int, list[tuple[int, str, str | None]]] = {}

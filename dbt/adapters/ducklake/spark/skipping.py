@@ -279,10 +279,12 @@ class Reading:
                 f"(skipped by partition: {s.by_partition}, by statistics: {s.by_statistics})")
 
 
-def judge(lake: Lake, state: Any, filters: list[ScanFilter]) -> pruning.Skipped:
+def judge(lake: Lake, state: Any, filters: list[ScanFilter],
+          live: bool = True) -> pruning.Skipped:
     """The files of ``state`` (a :class:`.read.TableState`) that the scans in ``filters``
     (those of this table at this snapshot) may need; a file read by a scan without a usable
-    condition, or by no tagged scan at all, is kept."""
+    condition, or by no tagged scan at all, is kept. ``live=False`` when the files need not
+    be live at the state's snapshot (the change feed)."""
     predicates: dict[int, list[Predicate]] = {}
     for item in filters:
         for fid in item.scan.file_ids:
@@ -290,7 +292,7 @@ def judge(lake: Lake, state: Any, filters: list[ScanFilter]) -> pruning.Skipped:
     scanned = {fid for item in filters for fid in item.scan.file_ids}
     columns = set().union(*(pruning.columns_of(f.predicate) for f in filters)) \
         if filters else set()
-    partitions, statistics = file_facts(lake, state, columns)
+    partitions, statistics = file_facts(lake, state, columns, live)
     kept: list[DataFile] = []
     by_partition = by_statistics = 0
     for data_file in state.data_files:
@@ -308,19 +310,19 @@ def judge(lake: Lake, state: Any, filters: list[ScanFilter]) -> pruning.Skipped:
     return pruning.Skipped(kept, len(state.data_files), by_partition, by_statistics)
 
 
-def file_facts(lake: Lake, state: Any, column_ids: set[int]
+def file_facts(lake: Lake, state: Any, column_ids: set[int], live: bool = True
                ) -> tuple[dict[int, pruning.FileFacts], dict[int, dict[int, pruning.ColumnFacts]]]:
     """Partition facts and statistics facts per data file of ``state`` for ``column_ids``,
     read once per table state (a snapshot never changes) and kept on it."""
     if not column_ids:
         return {}, {}
     types = {c.column_id: c.type for c in state.columns}
-    cache = state.facts
+    cache = state.facts.setdefault("live" if live else "any", {})
     with cache.setdefault("lock", threading.Lock()):
         missing = sorted(c for c in column_ids if ("stats", c) not in cache)
         need_partitions = "partitions" not in cache
         if missing or need_partitions:
-            table_id, s = state.table.table_id, state.snapshot_id
+            table_id, s = state.table.table_id, state.snapshot_id if live else None
             with lake.read() as conn:
                 if missing:
                     rows = lake.file_column_stats_rows(table_id, missing, s, conn)

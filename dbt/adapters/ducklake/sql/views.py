@@ -32,10 +32,10 @@ from pyspark.sql.types import (
 from ..lake.errors import NotFoundError
 from ..lake.snapshot_changes import changes_map
 from ..spark import skipping
+from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
-from ..spark.changes import load_sources
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
 
@@ -50,6 +50,8 @@ _SUFFIX = re.compile(
     r"|(?P<feed>changes|insertions|deletions):(?P<start>.*?)\.\.(?P<end>.*))$")
 MAX_REGISTRATIONS_PER_STATEMENT = 200
 FEEDS = ("changes", "insertions", "deletions")
+FEED_BUILDERS = {"changes": feed_changes, "insertions": feed_insertions,
+                 "deletions": feed_deletions}
 # lake-wide views that belong to no schema
 SNAPSHOTS = "@snapshots"
 CURRENT_SNAPSHOT = "@current_snapshot"
@@ -176,7 +178,8 @@ class ViewRegistry:
         self.lake = lake
         self.pinned_version = pinned_version
         self._registered: dict[str, bool] = {}  # view name -> follows the latest snapshot
-        self._states: dict[str, TableState] = {}  # view name -> the table state it scans
+        # view name -> the table state it scans, or the change feed's kind and sources
+        self._states: dict[str, TableState | tuple[str, ChangeSources]] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]  # noqa: SLF001
         self._narrowed = itertools.count(1)
         self._snapshot: int | None = None
@@ -228,7 +231,8 @@ class ViewRegistry:
         self._publish(name, df, state)
         return True
 
-    def _publish(self, name: LakeName, df: DataFrame, state: TableState | None = None) -> None:
+    def _publish(self, name: LakeName, df: DataFrame,
+                 state: TableState | tuple[str, ChangeSources] | None = None) -> None:
         floating = self.pinned_version is None and (
             name.plain or name.timestamp is not None or (name.feed is not None and not name.end))
         with self._lock:
@@ -247,9 +251,8 @@ class ViewRegistry:
             self.pinned_version if self.pinned_version is not None
             else lake.latest_snapshot().snapshot_id)
         sources = load_sources(lake, name.schema, name.name, start, end)
-        build = {"changes": feed_changes, "insertions": feed_insertions,
-                 "deletions": feed_deletions}[name.feed]  # type: ignore[index]
-        self._publish(name, build(self.spark, sources))
+        assert name.feed is not None
+        self._publish(name, FEED_BUILDERS[name.feed](self.spark, sources), (name.feed, sources))
         return True
 
     def _register_snapshots(self, name: LakeName) -> bool:
@@ -360,18 +363,13 @@ class ViewRegistry:
             return df
         narrowed: dict[str, str] = {}
         for view in sorted({view for _, _, view in references}):
-            state = self._states.get(view)
-            if state is None:
+            source = self._states.get(view)
+            if source is None:
                 continue
-            mine = [f for f in filters if f.scan.table_id == state.table.table_id
-                    and f.scan.snapshot_id == state.snapshot_id]
-            skipped = skipping.judge(self.lake.lake, state, mine)
-            log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
-                                       state.snapshot_id, skipped).describe())
-            if len(skipped.kept) < skipped.total:
+            view_df = self._narrowed_view(source, filters)
+            if view_df is not None:
                 name = f"{view}@files:{next(self._narrowed)}"
-                scan(self.spark, replace(state, data_files=skipped.kept)) \
-                    .createOrReplaceTempView(quote(name))
+                view_df.createOrReplaceTempView(quote(name))
                 narrowed[view] = name
         if not narrowed:
             return df
@@ -384,6 +382,32 @@ class ViewRegistry:
         finally:  # the analysed plan holds the views' plans: the names are no longer needed
             for name in narrowed.values():
                 self.spark.catalog.dropTempView(name)
+
+    def _narrowed_view(self, source: TableState | tuple[str, ChangeSources],
+                       filters: list[skipping.ScanFilter]) -> DataFrame | None:
+        """The view over only the files the filters may need (``None``: all are needed)."""
+        if isinstance(source, tuple):  # a change feed: its files need not be live at its end
+            feed, sources = source
+            files = {f.data_file_id: f for f in sources.inserted_files}
+            files.update((s.data_file.data_file_id, s.data_file) for s in sources.deletion_scans)
+            state = replace(sources.base, data_files=sorted(files.values(),
+                                                            key=lambda f: f.data_file_id))
+        else:
+            state = source
+        mine = [f for f in filters if f.scan.table_id == state.table.table_id
+                and f.scan.snapshot_id == state.snapshot_id]
+        skipped = skipping.judge(self.lake.lake, state, mine, live=not isinstance(source, tuple))
+        log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
+                                   state.snapshot_id, skipped).describe())
+        if len(skipped.kept) == skipped.total:
+            return None
+        if not isinstance(source, tuple):
+            return scan(self.spark, replace(state, data_files=skipped.kept))
+        kept = {f.data_file_id for f in skipped.kept}
+        return FEED_BUILDERS[feed](self.spark, replace(
+            sources, inserted_files=[f for f in sources.inserted_files if f.data_file_id in kept],
+            deletion_scans=[s for s in sources.deletion_scans
+                            if s.data_file.data_file_id in kept]))
 
     def _references(self, sql: str) -> list[tuple[int, int, str]]:
         """``(start, stop, view name)`` of every reference in ``sql`` to a registered lake
