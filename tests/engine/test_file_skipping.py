@@ -145,12 +145,14 @@ def test_files_are_kept_when_the_catalog_cannot_prove_anything(spark, engine, la
     duck.execute("ALTER TABLE lake.m ADD COLUMN n INT DEFAULT 7")
     duck.execute("INSERT INTO lake.m VALUES (7, 3.0, 'c', 1)")
     duck.execute("ALTER TABLE lake.m RENAME COLUMN id TO ident")
+    duck.execute("ALTER TABLE lake.m ALTER ident SET DATA TYPE BIGINT")  # a promoted type
+    duck.execute("INSERT INTO lake.m VALUES (8000000000, 4.0, 'd', 2)")
     predicates = [
         "f > 100", "f = 'NaN'", "f >= 2.5", "f = 0.0", "f <> 1.0", "f is null",
         "f is not null", "s = 'abca'", "s > 'abcy'", "s < 'abc'", "s in ('b', 'zz')",
         "s is null", "n = 7", "n = 1", "n > 3", "n is null", "ident between 3 and 4",
         "ident = 5 or s = 'c'", "not (ident < 6)", "ident <> 3",
-        "ident in (1, 7) and f is not null",
+        "ident in (1, 7) and f is not null", "ident > 7", "ident = 8000000000",
     ]
     for predicate in predicates:
         ours = sorted(rows(engine, f"select * from main.m where {predicate}"))
