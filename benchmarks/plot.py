@@ -31,6 +31,7 @@ PANELS: dict[str, list[tuple[str, bool]]] = {
     "compaction": [("scan before", True), ("scan after", True),
                    ("merge adjacent files", True)],
     "dbt_project": [("dbt build (first)", False), ("dbt build (incremental)", False)],
+    "reads": [("scan", True), ("day", True), ("ids", True), ("window", True)],
 }
 
 
