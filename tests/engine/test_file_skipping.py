@@ -113,11 +113,19 @@ def test_statistics_skip_files_of_an_unpartitioned_table(spark, engine, lake, ca
     with caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake"):
         assert rows(engine, "select count(*) from main.u where id >= 350") == [(50,)]
     assert "read 1 of 4 files (skipped by partition: 0, by statistics: 3)" in caplog.text
-    # a two-part name, a subquery and a join all narrow the same way
+    # a two-part name, a subquery, a join and a view (of a view) all narrow the same way
     sql = """select count(*) from main.u a join (select id from `main.u` where id < 10) b
              on a.id = b.id where a.id in (1, 2, 3, 500)"""
+    engine.execute("create view main.uv as select id, s from main.u where s is not null")
+    engine.execute("create view main.uvv as select * from `main.uv`")
+    through_views = "select count(*) from main.uvv where id between 20 and 29"
+    assert rows(engine, through_views) == [(10,)]
     remove_all_but(lake, "u", file_of(lake, "u", "id < 100"))
     assert rows(engine, sql) == [(3,)]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake"):
+        assert rows(engine, through_views) == [(10,)]
+    assert "read 1 of 4 files (skipped by partition: 0, by statistics: 3)" in caplog.text
     assert rows(engine, "select max(id) from main.u where id < 100 or id is null") == [(99,)]
     assert rows(engine, "select count(*) from main.u where not (id >= 100)") == [(100,)]
 

@@ -161,6 +161,13 @@ def split_identifier(text: str) -> list[str]:
     return parts
 
 
+@dataclass(frozen=True)
+class ViewBody:
+    """A DuckLake view registered as a temp view: its query, as registered."""
+
+    sql: str
+
+
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -178,8 +185,9 @@ class ViewRegistry:
         self.lake = lake
         self.pinned_version = pinned_version
         self._registered: dict[str, bool] = {}  # view name -> follows the latest snapshot
-        # view name -> the table state it scans, or the change feed's kind and sources
-        self._states: dict[str, TableState | tuple[str, ChangeSources]] = {}
+        # view name -> the table state it scans, the change feed's kind and sources, or the
+        # body of a DuckLake view
+        self._states: dict[str, TableState | tuple[str, ChangeSources] | ViewBody] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]  # noqa: SLF001
         self._narrowed = itertools.count(1)
         self._snapshot: int | None = None
@@ -232,7 +240,8 @@ class ViewRegistry:
         return True
 
     def _publish(self, name: LakeName, df: DataFrame,
-                 state: TableState | tuple[str, ChangeSources] | None = None) -> None:
+                 state: TableState | tuple[str, ChangeSources] | ViewBody | None = None
+                 ) -> None:
         floating = self.pinned_version is None and (
             name.plain or name.timestamp is not None or (name.feed is not None and not name.end))
         with self._lock:
@@ -290,10 +299,12 @@ class ViewRegistry:
         if not views:
             return False
         view = views[0]
-        sql = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS {view.sql}"
-        self.run_with_views(self.spark.sql, sql)
+        prefix = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS "
+        _, final = self._run(self.spark.sql, prefix + view.sql)
         with self._lock:
             self._registered[name.view_name] = name.plain and self.pinned_version is None
+            # the body as registered (two-part names made view names), to narrow its tables
+            self._states[name.view_name] = ViewBody((final or "")[len(prefix):])
         return True
 
     def run_with_views(self, action, sql: str | None = None):  # noqa: ANN001, ANN201
@@ -350,38 +361,60 @@ class ViewRegistry:
         optimised plan (:func:`.skipping.scan_filters`); every table whose catalog facts rule
         files out gets a narrowed view of the remaining files, registered under a name of
         its own for this statement, and the references to the table in ``sql`` are pointed
-        at it. Names inside views and CTEs of the same name are left as they are (still
-        right, only not narrowed). Logs one line per table read.
+        at it. A DuckLake view the statement names is registered again for the statement
+        with its own references narrowed the same way. CTEs named like a table are left as
+        they are (still right, only not narrowed). Logs one line per table read.
         """
-        references = self._references(sql)
-        if not references:
+        if not self._references(sql):
             return df
         try:
             filters = skipping.scan_filters(self.spark, df)
         except Exception:  # noqa: BLE001 - skipping is an optimisation: never fail a query
             log.debug("file skipping: cannot inspect the plan", exc_info=True)
             return df
-        narrowed: dict[str, str] = {}
-        for view in sorted({view for _, _, view in references}):
-            source = self._states.get(view)
-            if source is None:
-                continue
-            view_df = self._narrowed_view(source, filters)
-            if view_df is not None:
-                name = f"{view}@files:{next(self._narrowed)}"
-                view_df.createOrReplaceTempView(quote(name))
-                narrowed[view] = name
-        if not narrowed:
-            return df
-        text = sql
-        for start, stop, view in sorted(references, reverse=True):
+        narrowed: dict[str, str] = {}  # view name -> its narrowed name ("": read it whole)
+
+        def narrow(view: str) -> str:
             if view in narrowed:
-                text = text[:start] + quote(narrowed[view]) + text[stop:]
-        try:  # through _run: another thread's commit may have dropped a view meanwhile
+                return narrowed[view]
+            narrowed[view] = ""  # a view naming itself (it cannot) would stop here
+            source = self._states.get(view)
+            name = f"{view}@files:{next(self._narrowed)}"
+            if isinstance(source, ViewBody):
+                body = self._rewrite(source.sql, narrow)
+                if body is None:
+                    return ""
+                self._run(self.spark.sql, f"CREATE OR REPLACE TEMP VIEW {quote(name)} AS {body}")
+            elif source is not None:
+                view_df = self._narrowed_view(source, filters)
+                if view_df is None:
+                    return ""
+                view_df.createOrReplaceTempView(quote(name))
+            else:
+                return ""
+            narrowed[view] = name
+            return name
+
+        try:
+            text = self._rewrite(sql, narrow)
+            if text is None:
+                return df
+            # through _run: another thread's commit may have dropped a view meanwhile
             return self._run(build, text)[0]
         finally:  # the analysed plan holds the views' plans: the names are no longer needed
             for name in narrowed.values():
-                self.spark.catalog.dropTempView(name)
+                if name:
+                    self.spark.catalog.dropTempView(name)
+
+    def _rewrite(self, sql: str, narrow: Callable[[str], str]) -> str | None:
+        """``sql`` with each lake relation it names replaced by ``narrow(name)`` where that
+        is not empty; ``None`` when nothing changes."""
+        text, changed = sql, False
+        for start, stop, view in sorted(self._references(sql), reverse=True):
+            name = narrow(view)
+            if name:
+                text, changed = text[:start] + quote(name) + text[stop:], True
+        return text if changed else None
 
     def _narrowed_view(self, source: TableState | tuple[str, ChangeSources],
                        filters: list[skipping.ScanFilter]) -> DataFrame | None:
