@@ -177,6 +177,8 @@ def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = Fa
         if whole is None:
             whole = state.scans.setdefault(key, scan(spark, state, metadata=metadata))
         return TableFrame(whole, lambda condition: read(spark, lake, state, metadata, condition))
+    if not state.data_files:  # nothing to skip
+        return scan(spark, state, metadata=metadata).where(where)
     df = scan(spark, state, metadata=metadata, probe=True).where(where)
     try:
         filters = [f for f in skipping.scan_filters(spark, df)
@@ -339,8 +341,9 @@ def scan(
     Parquet rows (NULL for inlined rows), the row id and the snapshot that inserted the row.
     ``embedded_snapshot`` adds :data:`EMBEDDED_SNAPSHOT_ID` as well. A ``probe`` is only
     planned, never run, to see which filters a query puts on each scan (:mod:`.skipping`):
-    each scan names one of its files to Spark (so planning does not list them all) and the
-    files are not checked on disk.
+    each scan names one of its files to Spark (so planning does not list them all), the
+    files are not checked on disk, and deletes and inlined rows (which are never skipped)
+    are left out, so its rows are wrong but its plan is cheap.
 
     Without them, files that have no deleted rows at the snapshot and no rows from later
     snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
@@ -370,21 +373,25 @@ def scan(
     wanted = [F.col("`" + c.column_name.replace("`", "``") + "`") for c in state.columns]
     for (_, _, constants), (file_columns, by_name, files) in groups.items():
         # files with deleted rows or rows from later snapshots need their catalog facts
-        plain = [f for f in files if columns_only and f.data_file_id not in deleted
-                 and (f.partial_max is None or f.partial_max <= s)]
+        plain = [f for f in files if columns_only and (probe or (
+                 f.data_file_id not in deleted
+                 and (f.partial_max is None or f.partial_max <= s)))]
         plain_ids = {f.data_file_id for f in plain}
         joined = [f for f in files if f.data_file_id not in plain_ids]
         if plain:
             parts.append(_scan_group(spark, state, file_columns, by_name, plain,
                                      dict(constants), plain=True, probe=probe))
         if joined:
-            part = _without_deleted(spark, _scan_group(
-                spark, state, file_columns, by_name, joined, dict(constants), probe=probe),
-                {f.data_file_id: deleted[f.data_file_id] for f in joined
-                 if f.data_file_id in deleted})
+            part = _scan_group(spark, state, file_columns, by_name, joined, dict(constants),
+                               probe=probe)
+            if not probe:
+                part = _without_deleted(spark, part, {
+                    f.data_file_id: deleted[f.data_file_id] for f in joined
+                    if f.data_file_id in deleted})
             parts.append(part.select(*wanted) if columns_only else part)
-    parts.extend(part.select(*wanted) if columns_only else part
-                 for part in _inlined_frames(spark, state))
+    if not probe:  # inlined rows are never skipped: a probe need not plan them
+        parts.extend(part.select(*wanted) if columns_only else part
+                     for part in _inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c), True)
                              for c in state.columns] + _meta_fields()
