@@ -16,6 +16,7 @@ from .errors import (
     SchemaMismatchError,
     SnapshotNotFoundError,
     UnsupportedTypeError,
+    UnsupportedViewError,
 )
 from .models import Snapshot
 
@@ -38,4 +39,5 @@ __all__ = [
     "TableRef",
     "Transaction",
     "UnsupportedTypeError",
+    "UnsupportedViewError",
 ]

@@ -51,6 +51,10 @@ class InvalidArgumentError(DuckLakeError):
     """A caller passed a value the lake does not accept."""
 
 
+class UnsupportedViewError(DuckLakeError):
+    """A view's stored query cannot be run by this engine as its writer meant it."""
+
+
 class CommitUnknownError(DuckLakeError):
     """The catalog connection failed during COMMIT and the outcome could not be checked.
 

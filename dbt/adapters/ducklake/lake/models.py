@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -93,6 +94,52 @@ class ViewInfo:
     sql: str
     column_aliases: str
     schema_name: str = ""
+
+    @property
+    def aliases(self) -> list[str]:
+        """The view's column names when it was created with a column list (``CREATE VIEW
+        v(a, b) AS ...``), else empty: DuckDB stores them as quoted identifiers joined by
+        commas (``"a","b"``); earlier versions of this adapter wrote them in brackets."""
+        return parse_column_aliases(self.column_aliases)
+
+
+def format_column_aliases(names: Sequence[str]) -> str:
+    """``ducklake_view.column_aliases`` as DuckDB writes it: ``"a","b"`` (``""`` if none)."""
+    return ",".join('"' + n.replace('"', '""') + '"' for n in names)
+
+
+def parse_column_aliases(text: str) -> list[str]:
+    """The names in ``ducklake_view.column_aliases`` (see :func:`format_column_aliases`);
+    a name may be quoted (``""`` inside stands for ``"``) or bare."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    names: list[str] = []
+    i = 0
+    while i < len(body):
+        while i < len(body) and body[i] in " ,":
+            i += 1
+        if i >= len(body):
+            break
+        if body[i] == '"':
+            j, name = i + 1, []
+            while j < len(body):
+                if body[j] == '"':
+                    if body[j + 1:j + 2] == '"':
+                        name.append('"')
+                        j += 2
+                        continue
+                    break
+                name.append(body[j])
+                j += 1
+            names.append("".join(name))
+            i = j + 1
+        else:
+            j = body.find(",", i)
+            j = len(body) if j < 0 else j
+            names.append(body[i:j].strip())
+            i = j
+    return names
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from .commit import (
     uuid7,
 )
 from .errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, SchemaMismatchError
-from .models import ColumnInfo
+from .models import ColumnInfo, format_column_aliases
 from .types import LakeType, is_promotion
 
 # Batch phases (digest §2.2)
@@ -305,12 +305,11 @@ def create_view(tx: Transaction, schema_name: str, view_name: str, sql: str,
             ctx.change(2, f"dropped_view:{existing[0].view_id}")
         elif _name_taken(ctx, schema_id, view_name):
             raise AlreadyExistsError(f"{schema_name}.{view_name} already exists in the lake")
-        aliases = ", ".join(quote_name(a) for a in column_aliases) if column_aliases else ""
         insert_rows(ctx, "ducklake_view", [{
             "view_id": ctx.catalog_id(), "view_uuid": str(uuid.uuid4()),
             "begin_snapshot": ctx.snapshot_id, "end_snapshot": None, "schema_id": schema_id,
             "view_name": view_name, "dialect": dialect, "sql": sql,
-            "column_aliases": f"[{aliases}]" if aliases else "",
+            "column_aliases": format_column_aliases(column_aliases),
         }])
         ctx.bump_schema()
         ctx.change(4, token)

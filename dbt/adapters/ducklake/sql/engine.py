@@ -31,7 +31,7 @@ from ..lake.models import Snapshot
 from ..spark.lake import CommitInfo, LakeTable, PartitionBy, SparkLake
 from ..spark.partitions import key_expression
 from ..spark.types import column_specs, lake_type, spark_type
-from .views import LakeName, ViewRegistry, parse_name, quote
+from .views import LakeName, ViewBody, ViewRegistry, parse_name, quote
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -498,10 +498,11 @@ class Engine:
         if text.isEmpty():
             raise InvalidArgumentError("CREATE VIEW without a query text")
         body = text.get()
+        columns = [c._1() for c in _seq(plan.userSpecifiedColumns())]
         # Analyse now so that a broken view fails the statement, not a later reader.
         self.registry.run_with_views(
-            self.spark.sql,
-            f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name + '__ducklake_check')} AS {body}")
+            self.spark.sql, ViewBody(body, tuple(columns)).create(
+                name.view_name + "__ducklake_check"))
         self.spark.catalog.dropTempView(name.view_name + "__ducklake_check")
         existing = self._exists(name)
         tx = Transaction(self.lake.lake)
@@ -514,7 +515,7 @@ class Engine:
                 return StatementResult("CREATE VIEW", message="exists")
             raise AlreadyExistsError(f"view {name.schema}.{name.name} already exists")
         tables.create_view(tx, name.schema, name.name, body, dialect="spark",
-                           replace=existing == "view")
+                           replace=existing == "view", column_aliases=columns)
         snapshot = self._commit(tx, "CREATE VIEW")
         return StatementResult("CREATE VIEW", snapshot=snapshot)
 
@@ -558,7 +559,8 @@ class Engine:
             lake = self.lake.lake
             view = next(v for v in lake.views(name.schema) if v.view_name == name.name)
             tables.drop_view(tx, name.schema, name.name)
-            tables.create_view(tx, new.schema, new.name, view.sql, dialect=view.dialect)
+            tables.create_view(tx, new.schema, new.name, view.sql, dialect=view.dialect,
+                               column_aliases=view.aliases)
         else:
             table = self.lake.lake.table(name.schema, name.name)
             tables.rename_table(tx, TableRef(table.table_id), new.name, new.schema)

@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..lake.errors import NotFoundError
+from ..lake.errors import NotFoundError, UnsupportedViewError
 from ..lake.snapshot_changes import changes_map
 from ..spark import skipping
 from ..spark.changes import ChangeSources, load_sources
@@ -38,6 +38,7 @@ from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
+from .view_dialects import SPARK, duckdb_type, spark_query
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -163,9 +164,17 @@ def split_identifier(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ViewBody:
-    """A DuckLake view registered as a temp view: its query, as registered."""
+    """A DuckLake view registered as a temp view: its query as registered (Spark SQL) and
+    its column names if it was created with a column list."""
 
     sql: str
+    aliases: tuple[str, ...] = ()
+
+    def create(self, name: str, sql: str | None = None) -> str:
+        """The statement registering the view (or ``sql`` in its place) as temp view ``name``."""
+        columns = f" ({', '.join(quote(a) for a in self.aliases)})" if self.aliases else ""
+        query = self.sql if sql is None else sql
+        return f"CREATE OR REPLACE TEMP VIEW {quote(name)}{columns} AS {query}"
 
 
 def quote(name: str) -> str:
@@ -299,12 +308,29 @@ class ViewRegistry:
         if not views:
             return False
         view = views[0]
-        prefix = f"CREATE OR REPLACE TEMP VIEW {quote(name.view_name)} AS "
-        _, final = self._run(self.spark.sql, prefix + view.sql)
+
+        def columns(schema_name: str, table_name: str) -> dict[str, str] | None:
+            try:
+                table = lake.table(schema_name, table_name, at)
+            except NotFoundError:
+                return None
+            return {c.column_name: duckdb_type(c) for c in lake.columns(table.table_id, at)}
+
+        body = ViewBody(spark_query(view, name.schema, columns), tuple(view.aliases))
+        prefix = body.create(name.view_name, "")
+        try:
+            _, final = self._run(self.spark.sql, body.create(name.view_name))
+        except AnalysisException as exc:
+            if view.dialect.lower() == SPARK:
+                raise
+            raise UnsupportedViewError(
+                f"view {name.schema}.{name.name} was written in {view.dialect} SQL and its "
+                f"Spark translation fails: {str(exc).strip().splitlines()[0]}. Translated "
+                f"query: {body.sql} (written as: {view.sql})") from None
         with self._lock:
             self._registered[name.view_name] = name.plain and self.pinned_version is None
             # the body as registered (two-part names made view names), to narrow its tables
-            self._states[name.view_name] = ViewBody((final or "")[len(prefix):])
+            self._states[name.view_name] = replace(body, sql=(final or "")[len(prefix):])
         return True
 
     def run_with_views(self, action, sql: str | None = None):  # noqa: ANN001, ANN201
@@ -384,7 +410,7 @@ class ViewRegistry:
                 body = self._rewrite(source.sql, narrow)
                 if body is None:
                     return ""
-                self._run(self.spark.sql, f"CREATE OR REPLACE TEMP VIEW {quote(name)} AS {body}")
+                self._run(self.spark.sql, source.create(name, body))
             elif source is not None:
                 view_df = self._narrowed_view(source, filters)
                 if view_df is None:
