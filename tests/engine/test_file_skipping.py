@@ -17,6 +17,7 @@ from oracle import duck_rows, spark_rows
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.spark.read import load_state
+from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.views import ViewRegistry
 
@@ -24,6 +25,14 @@ pytestmark = pytest.mark.spark
 
 DAYS = 6
 GONE = "FILE_NOT_EXIST|is missing"  # Spark's words, or ours when a view is first registered
+
+
+@pytest.fixture(autouse=True)
+def judge_every_read(spark):  # noqa: ANN001, ANN201
+    """The tables here are small: files are judged however few bytes they hold."""
+    spark.conf.set(MIN_BYTES_CONF, "0")
+    yield
+    spark.conf.unset(MIN_BYTES_CONF)
 
 
 @pytest.fixture
@@ -284,3 +293,18 @@ def test_the_change_feed_skips_files(spark, engine, lake, duck):  # noqa: ANN001
     corrupt_all_but(lake, "cf", keep)
     assert sorted(rows(engine, f"select id, v from `main.cf@insertions:{start}..{end}` "
                                "where id = 1250")) == [(1250, 2500), (1250, 2501)]
+
+
+def test_small_tables_are_read_whole_unless_asked(spark, engine, lake, by_day, caplog):  # noqa: ANN001
+    wanted = "select count(*) from `main.t` where day = date'2024-01-03'"
+    total = sum(os.path.getsize(p) for p in live_paths(lake, "t").values())
+    spark.conf.set(MIN_BYTES_CONF, str(total + 1))  # judging would cost more than reading
+    with caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake"):
+        assert rows(engine, wanted) == [(50,)]
+        assert by_day.read(where="day = date'2024-01-03'").count() == 50
+    assert "files (skipped by" not in caplog.text
+    caplog.clear()
+    spark.conf.set(MIN_BYTES_CONF, str(total))
+    with caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake"):
+        assert rows(engine, wanted) == [(50,)]
+    assert f"read 1 of {DAYS} files" in caplog.text

@@ -37,7 +37,8 @@ VIEWS = {
     "qualify": "SELECT id, grp FROM t QUALIFY row_number() OVER (PARTITION BY grp "
                "ORDER BY id DESC) = 1",
     "exclude": "SELECT * EXCLUDE (name, tags) FROM t",
-    "struct_and_list": "SELECT id, info.k AS k, tags[1] AS first_tag, array_length(tags) AS n FROM t",
+    "struct_and_list": "SELECT id, info.k AS k, tags[1] AS first_tag, "
+                       "array_length(tags) AS n FROM t",
     "group_by_all": "SELECT grp, count(*) AS n, max(amount) AS top FROM t GROUP BY ALL",
     "aliased(a, b)": "SELECT id, name FROM t",
     'odd_aliases("odd ""col""", plain)': "SELECT id, grp FROM t",

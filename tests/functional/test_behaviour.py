@@ -9,6 +9,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
 pytestmark = [pytest.mark.spark]
 
@@ -273,6 +274,13 @@ class TestIncrementalReadsOnlyNewFiles:
                          "{% if is_incremental() %}"
                          "where day > (select max(day) from {{ this }}){% endif %}",
         }
+
+    @pytest.fixture(autouse=True)
+    def judge_every_read(self, spark):  # noqa: ANN001, ANN201
+        """These tables are small: files are judged however few bytes they hold."""
+        spark.conf.set(MIN_BYTES_CONF, "0")
+        yield
+        spark.conf.unset(MIN_BYTES_CONF)
 
     def test_old_files_are_never_opened(self, project):  # noqa: ANN001
         for day in range(3):

@@ -182,7 +182,7 @@ def _skip_files(lake, state: TableState,  # noqa: ANN001
     the target-only conditions of the ON clause (dbt's ``incremental_predicates``), which Spark
     pushes onto the target scan, judged by partition values and statistics (:mod:`.spark.
     skipping`)."""
-    if not state.data_files:
+    if not state.data_files or not skipping.worth_judging(lake.spark, state.data_files):
         return state
     try:
         probe = plan(scan(lake.spark, state, metadata=True, probe=True))

@@ -177,7 +177,7 @@ def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = Fa
         if whole is None:
             whole = state.scans.setdefault(key, scan(spark, state, metadata=metadata))
         return TableFrame(whole, lambda condition: read(spark, lake, state, metadata, condition))
-    if not state.data_files:  # nothing to skip
+    if not state.data_files or not skipping.worth_judging(spark, state.data_files):
         return scan(spark, state, metadata=metadata).where(where)
     df = scan(spark, state, metadata=metadata, probe=True).where(where)
     try:

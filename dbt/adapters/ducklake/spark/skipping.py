@@ -21,7 +21,7 @@ import itertools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -35,6 +35,12 @@ from ..lake.pruning import Predicate
 from ..lake.types import LakeType
 
 log = logging.getLogger("dbt.adapters.ducklake")
+
+# Judging files costs a second look at the plan, a catalog query and a second plan (tens to
+# hundreds of milliseconds); reading a few megabytes of Parquet costs less. Statements whose
+# lake tables hold fewer bytes than this read them whole (0: always skip).
+MIN_BYTES_CONF = "spark.ducklake.fileSkipping.minTableBytes"
+DEFAULT_MIN_BYTES = 16 << 20
 
 COLUMN_ID_KEY = "ducklake.column_id"
 TYPE_KEY = "ducklake.type"
@@ -82,6 +88,23 @@ class ScanFilter:
 
     scan: ScanFiles
     predicate: Predicate
+
+
+def worth_judging(spark: SparkSession, files: Iterable[DataFile]) -> bool:
+    """Whether ``files`` (those a statement may read) hold enough bytes for skipping some of
+    them to pay for judging them (:data:`MIN_BYTES_CONF`)."""
+    try:
+        threshold = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)) or 0)
+    except ValueError:
+        threshold = DEFAULT_MIN_BYTES
+    if threshold <= 0:
+        return True
+    total = 0
+    for data_file in files:
+        total += data_file.file_size_bytes
+        if total >= threshold:
+            return True
+    return False
 
 
 def scan_filters(spark: SparkSession, df: DataFrame) -> list[ScanFilter]:

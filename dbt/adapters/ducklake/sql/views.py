@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from ..lake.errors import NotFoundError, UnsupportedViewError
+from ..lake.models import DataFile
 from ..lake.snapshot_changes import changes_map
 from ..spark import skipping
 from ..spark.changes import ChangeSources, load_sources
@@ -391,7 +392,9 @@ class ViewRegistry:
         with its own references narrowed the same way. CTEs named like a table are left as
         they are (still right, only not narrowed). Logs one line per table read.
         """
-        if not self._references(sql):
+        references = self._references(sql)
+        if not references or not skipping.worth_judging(
+                self.spark, self._files_read([view for _, _, view in references])):
             return df
         try:
             filters = skipping.scan_filters(self.spark, df)
@@ -431,6 +434,24 @@ class ViewRegistry:
             for name in narrowed.values():
                 if name:
                     self.spark.catalog.dropTempView(name)
+
+    def _files_read(self, views: list[str]) -> Iterator[DataFile]:
+        """The data files the registered views ``views`` read, with those of the lake views
+        they name, once each."""
+        seen: set[str] = set()
+        while views:
+            view = views.pop()
+            if view in seen:
+                continue
+            seen.add(view)
+            source = self._states.get(view)
+            if isinstance(source, ViewBody):
+                views.extend(name for _, _, name in self._references(source.sql))
+            elif isinstance(source, tuple):
+                yield from source[1].inserted_files
+                yield from (scan.data_file for scan in source[1].deletion_scans)
+            elif source is not None:
+                yield from source.data_files
 
     def _rewrite(self, sql: str, narrow: Callable[[str], str]) -> str | None:
         """``sql`` with each lake relation it names replaced by ``narrow(name)`` where that
