@@ -437,7 +437,7 @@ class ViewRegistry:
 
     def _files_read(self, views: list[str]) -> Iterator[DataFile]:
         """The data files the registered views ``views`` read, with those of the lake views
-        they name, once each."""
+        they name (each view looked at once)."""
         seen: set[str] = set()
         while views:
             view = views.pop()
