@@ -16,6 +16,7 @@ import pytest
 from oracle import duck_rows, spark_rows
 from pyspark.sql import functions as F
 
+from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
 from dbt.adapters.ducklake.spark.read import load_state
 from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 from dbt.adapters.ducklake.sql.engine import Engine
@@ -308,3 +309,6 @@ def test_small_tables_are_read_whole_unless_asked(spark, engine, lake, by_day, c
     with caplog.at_level(logging.DEBUG, logger="dbt.adapters.ducklake"):
         assert rows(engine, wanted) == [(50,)]
     assert f"read 1 of {DAYS} files" in caplog.text
+    spark.conf.set(MIN_BYTES_CONF, "16MB")
+    with pytest.raises(InvalidArgumentError, match="must be a number of bytes"):
+        rows(engine, wanted)

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake import pruning
 from ..lake.catalog import Lake
+from ..lake.errors import InvalidArgumentError
 from ..lake.models import DataFile
 from ..lake.pruning import Predicate
 from ..lake.types import LakeType
@@ -93,10 +94,13 @@ class ScanFilter:
 def worth_judging(spark: SparkSession, files: Iterable[DataFile]) -> bool:
     """Whether ``files`` (those a statement may read) hold enough bytes for skipping some of
     them to pay for judging them (:data:`MIN_BYTES_CONF`)."""
+    value = spark.conf.get(MIN_BYTES_CONF, None)
     try:
-        threshold = int(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES)) or 0)
+        threshold = DEFAULT_MIN_BYTES if value is None else int(value)
     except ValueError:
-        threshold = DEFAULT_MIN_BYTES
+        raise InvalidArgumentError(
+            f"{MIN_BYTES_CONF} must be a number of bytes (0 judges every read), not "
+            f"{value!r}") from None
     if threshold <= 0:
         return True
     total = 0
