@@ -43,6 +43,7 @@ VIEWS = {
     "aliased(a, b)": "SELECT id, name FROM t",
     'odd_aliases("odd ""col""", plain)': "SELECT id, grp FROM t",
     "on_a_view": "SELECT a, upper(b) AS b FROM aliased WHERE a > 1",
+    "cast_on_a_view": "SELECT id, CAST(amount AS INTEGER) AS i FROM unqualified",
 }
 
 

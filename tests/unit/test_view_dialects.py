@@ -60,3 +60,16 @@ def test_column_aliases_text() -> None:
     assert parse_column_aliases('"say ""hi""",x') == ['say "hi"', "x"]
     assert format_column_aliases(['say "hi"', "x"]) == '"say ""hi""","x"'
     assert format_column_aliases([]) == ""
+
+
+def test_casts_to_integers_round_as_duckdb_does_unless_the_value_is_whole() -> None:
+    def columns(schema: str, table: str) -> dict[str, str] | None:
+        return {"i": "INTEGER", "d": "DOUBLE", "b": "BOOLEAN"} if table == "t" else None
+
+    assert translate("SELECT CAST(i AS INTEGER) AS a, CAST(d AS INTEGER) AS b, "
+                     "CAST(b AS INTEGER) AS c FROM t", "duckdb", "s", "s.v", columns) == \
+        "SELECT CAST(t.i AS INT) AS a, CAST(ROUND(t.d) AS INT) AS b, CAST(t.b AS INT) AS c " \
+        "FROM s.t AS t"
+    # a column of unknown type (here: of a view) is rounded too; ROUND keeps integers whole
+    assert translate("SELECT CAST(x AS BIGINT) AS a FROM v2", "duckdb", "s", "s.v",
+                     columns) == "SELECT CAST(ROUND(x) AS BIGINT) AS a FROM s.v2 AS v2"

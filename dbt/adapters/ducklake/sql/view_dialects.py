@@ -14,11 +14,14 @@ the view reads the tables DuckDB's reads.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from ..lake.errors import UnsupportedViewError
 from ..lake.models import ColumnInfo, ViewInfo
+
+log = logging.getLogger("dbt.adapters.ducklake")
 
 SPARK = "spark"
 # how DuckDB writes a reference qualified by the lake's own catalog name (``lake.s.t``)
@@ -68,7 +71,10 @@ def translate(sql: str, dialect: str, schema_name: str, view: str,
                     "database; a lake view can read only the lake's tables")
         tree = qualify_tables(tree, db=schema_name)
         if columns is not None:
-            tree = _typed(tree, dialect, columns)
+            try:
+                tree = _typed(tree.copy(), dialect, columns)
+            except SqlglotError:  # typing is best effort: untyped, the rules stay faithful
+                log.debug("view %s: cannot type its query", view, exc_info=True)
         tree = tree.transform(_duckdb_meaning)
         return tree.sql("spark", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
@@ -109,7 +115,8 @@ def _typed(tree: Any, dialect: str, columns: Columns) -> Any:
 
 _INTEGERS = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT",
                        "UBIGINT"})
-_FRACTIONAL = frozenset({"FLOAT", "DOUBLE", "DECIMAL"})
+# types whose cast to an integer means the same in both engines
+_WHOLE = _INTEGERS | {"BOOLEAN", "VARCHAR", "TEXT", "CHAR", "NVARCHAR", "NCHAR"}
 
 
 def _type(node: Any) -> str:
@@ -132,8 +139,9 @@ def _duckdb_meaning(node: Any) -> Any:
     from sqlglot.errors import UnsupportedError
 
     if isinstance(node, exp.Cast) and node.to.this.name in _INTEGERS:
-        # DuckDB rounds a fraction cast to an integer (2.5 -> 3); Spark truncates it
-        if _type(node.this) in _FRACTIONAL:
+        # DuckDB rounds a fraction cast to an integer (2.5 -> 3); Spark truncates it. ROUND
+        # leaves an integer as it is, so a value of unknown type (a view's column) gets it too.
+        if _type(node.this) not in _WHOLE:
             return exp.Cast(this=exp.Round(this=_inner(node.this)), to=node.to)
         return node
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
