@@ -114,32 +114,28 @@ def parse_column_aliases(text: str) -> list[str]:
     body = text.strip()
     if body.startswith("[") and body.endswith("]"):
         body = body[1:-1]
-    names: list[str] = []
-    i = 0
-    while i < len(body):
-        while i < len(body) and body[i] in " ,":
-            i += 1
-        if i >= len(body):
-            break
-        if body[i] == '"':
-            j, name = i + 1, []
-            while j < len(body):
-                if body[j] == '"':
-                    if body[j + 1:j + 2] == '"':
-                        name.append('"')
-                        j += 2
-                        continue
-                    break
-                name.append(body[j])
-                j += 1
-            names.append("".join(name))
-            i = j + 1
-        else:
-            j = body.find(",", i)
-            j = len(body) if j < 0 else j
-            names.append(body[i:j].strip())
-            i = j
-    return names
+    pieces = (piece.strip() for piece in split_changes(body))
+    return [parse_quoted_name(p)[0] if p.startswith('"') else p for p in pieces if p]
+
+
+def parse_quoted_name(text: str) -> tuple[str, int]:
+    """A leading double-quoted name (``""`` escapes a quote) and the position after it; an
+    unquoted name runs to the next dot."""
+    if not text.startswith('"'):
+        end = text.find(".")
+        end = len(text) if end < 0 else end
+        return text[:end], end
+    out, i = [], 1
+    while i < len(text):
+        if text[i] == '"':
+            if text[i + 1:i + 2] == '"':
+                out.append('"')
+                i += 2
+                continue
+            return "".join(out), i + 1
+        out.append(text[i])
+        i += 1
+    return "".join(out), i
 
 
 @dataclass(frozen=True)

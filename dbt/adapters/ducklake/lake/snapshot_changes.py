@@ -8,7 +8,7 @@ we, so that the same query over ``ducklake_snapshots()`` answers the same in bot
 
 from __future__ import annotations
 
-from .models import split_changes
+from .models import parse_quoted_name, split_changes
 
 # token kinds whose values are ids, in the order DuckDB lists them, and the key it shows
 _ID_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -87,7 +87,7 @@ def changes_map(changes_made: str | None) -> dict[str, list[str]]:
         kind, _, value = token.partition(":")
         by_kind.setdefault(kind.lower(), []).append(value)
     out: dict[str, list[str]] = {}
-    schemas = sorted({_parse_quoted(v)[0] for v in by_kind.get("created_schema", [])})
+    schemas = sorted({parse_quoted_name(v)[0] for v in by_kind.get("created_schema", [])})
     if schemas:
         out["schemas_created"] = schemas
     _ids(out, by_kind, ("dropped_schema",), "schemas_dropped")
@@ -109,31 +109,11 @@ def _ids(out: dict[str, list[str]], by_kind: dict[str, list[str]], kinds: tuple[
 
 def _entry(value: str) -> str:
     """``"schema"."name"`` -> ``schema.name``, each part quoted only where DuckDB quotes it."""
-    schema, pos = _parse_quoted(value)
+    schema, pos = parse_quoted_name(value)
     name = value[pos + 1:] if pos < len(value) and value[pos] == "." else ""
     if name.startswith('"'):
-        name, _ = _parse_quoted(name)
+        name, _ = parse_quoted_name(name)
     return optionally_quoted(schema) + "." + optionally_quoted(name)
-
-
-def _parse_quoted(text: str) -> tuple[str, int]:
-    """A leading double-quoted name (``""`` escapes a quote) and the position after it; an
-    unquoted name runs to the next dot."""
-    if not text.startswith('"'):
-        end = text.find(".")
-        end = len(text) if end < 0 else end
-        return text[:end], end
-    out, i = [], 1
-    while i < len(text):
-        if text[i] == '"':
-            if text[i + 1:i + 2] == '"':
-                out.append('"')
-                i += 2
-                continue
-            return "".join(out), i + 1
-        out.append(text[i])
-        i += 1
-    return "".join(out), i
 
 
 def optionally_quoted(name: str) -> str:

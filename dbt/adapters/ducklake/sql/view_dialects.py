@@ -24,6 +24,7 @@ from ..lake.models import ColumnInfo, ViewInfo
 log = logging.getLogger("dbt.adapters.ducklake")
 
 SPARK = "spark"
+DUCKDB = "duckdb"
 # how DuckDB writes a reference qualified by the lake's own catalog name (``lake.s.t``)
 CATALOG_PLACEHOLDER = "{DUCKLAKE_CATALOG}"
 
@@ -53,12 +54,10 @@ def translate(sql: str, dialect: str, schema_name: str, view: str,
     from sqlglot.errors import ErrorLevel, SqlglotError
     from sqlglot.optimizer.qualify_tables import qualify_tables
 
-    try:
-        sqlglot.Dialect.get_or_raise(dialect)
-    except ValueError:
+    if dialect != DUCKDB:  # the rewrites below carry DuckDB's meanings, no other's
         raise UnsupportedViewError(
             f"view {view} is written in SQL dialect {dialect!r}, which cannot be translated to "
-            "Spark SQL; views of dialect 'spark' or 'duckdb' can be read") from None
+            "Spark SQL; views of dialect 'spark' or 'duckdb' can be read")
     text = sql.replace(CATALOG_PLACEHOLDER + ".", "")
     try:
         tree = sqlglot.parse_one(text, read=dialect)

@@ -425,7 +425,7 @@ class ViewRegistry:
             return name
 
         try:
-            text = self._rewrite(sql, narrow)
+            text = self._rewrite(sql, narrow, references)
             if text is None:
                 return df
             # through _run: another thread's commit may have dropped a view meanwhile
@@ -453,11 +453,13 @@ class ViewRegistry:
             elif source is not None:
                 yield from source.data_files
 
-    def _rewrite(self, sql: str, narrow: Callable[[str], str]) -> str | None:
-        """``sql`` with each lake relation it names replaced by ``narrow(name)`` where that
-        is not empty; ``None`` when nothing changes."""
+    def _rewrite(self, sql: str, narrow: Callable[[str], str],
+                 references: list[tuple[int, int, str]] | None = None) -> str | None:
+        """``sql`` with each lake relation it names (``references``, if already found)
+        replaced by ``narrow(name)`` where that is not empty; ``None`` when nothing changes."""
         text, changed = sql, False
-        for start, stop, view in sorted(self._references(sql), reverse=True):
+        found = self._references(sql) if references is None else references
+        for start, stop, view in sorted(found, reverse=True):
             name = narrow(view)
             if name:
                 text, changed = text[:start] + quote(name) + text[stop:], True
