@@ -8,7 +8,7 @@ which rebuilds every table in place. The tests then check the lake with DuckDB's
 extension as the independent reader:
 
 - every table reads the same in DuckDB and in our Spark reader, now and at the first build;
-- every view is in DuckDB's catalog (DuckDB cannot run them: their SQL is Spark SQL);
+- DuckDB runs every view (stored as DuckDB SQL) and gets the rows ``dbt show`` gives;
 - ``persist_docs`` descriptions are DuckLake comments DuckDB shows;
 - every snapshot carries dbt's commit info, naming the node that made it;
 - the second build kept each table's identity, and time travel returns the first build's rows;
@@ -244,10 +244,11 @@ def test_seed_values_survive_the_round_trip(duck) -> None:  # noqa: ANN001
 
 
 # ---------------------------------------------------------------------------------- views
-def test_views_are_in_duckdbs_catalog(duck) -> None:  # noqa: ANN001
-    """DuckDB lists every dbt view but cannot run them: DuckLake stores each view's SQL with
-    its dialect, and these are Spark SQL (dialect ``spark``: backtick-quoted `schema.table`
-    identifiers, Spark functions), which DuckDB does not parse. So we check the catalog only."""
+def test_duckdb_runs_every_view_as_dbt_show_does(shop: Shop, duck) -> None:  # noqa: ANN001
+    """dbt's views are stored as DuckDB SQL (dialect ``duckdb``, their Spark text in a tag),
+    so DuckDB runs each one and gets the rows ``dbt show`` gives."""
+    from dbt.cli.main import dbtRunner
+
     views = set(duck.execute(
         "SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = 'lake'"
     ).fetchall())
@@ -257,7 +258,39 @@ def test_views_are_in_duckdbs_catalog(duck) -> None:  # noqa: ANN001
         FROM {META}.ducklake_view v JOIN {META}.ducklake_schema s USING (schema_id)
         WHERE v.end_snapshot IS NULL AND s.end_snapshot IS NULL""").fetchall()
     assert {(s, v) for s, v, _ in dialects} == VIEWS
-    assert {d for _, _, d in dialects} == {"spark"}
+    assert {d for _, _, d in dialects} == {"duckdb"}
+    result = dbtRunner().invoke([
+        "show", "--select", *sorted(v for _, v in VIEWS), "--indirect-selection", "empty",
+        "--limit", "-1", "--project-dir",
+        str(shop.project), "--profiles-dir", str(shop.project), "--output", "json"])
+    assert result.success, result.exception
+    shown = {r.node.name: r.agate_table for r in result.result.results}
+    assert set(shown) == {v for _, v in VIEWS}
+    for schema, view in sorted(VIEWS):
+        table = shown[view]
+        theirs = duck.execute(f"SELECT * FROM lake.{schema}.{view}")
+        assert [d[0] for d in theirs.description] == list(table.column_names), view
+        expected = _comparable(theirs.fetchall())
+        assert expected, view
+        assert _comparable(table.rows) == expected, view
+
+
+def _comparable(rows) -> list[tuple[Any, ...]]:  # noqa: ANN001
+    """Rows of DuckDB or of agate as the oracle compares them: agate reads whole numbers as
+    Decimal and drops a timestamp's time zone (the session's, UTC here)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from oracle import norm
+
+    def value(v: Any) -> Any:
+        if isinstance(v, Decimal) and v == v.to_integral_value():
+            return int(v)
+        if isinstance(v, dt.datetime) and v.tzinfo is None:
+            return v.replace(tzinfo=dt.timezone.utc)
+        return norm(v)
+
+    return sorted((tuple(value(v) for v in row) for row in rows), key=repr)
 
 
 # ---------------------------------------------------------------------------------- docs

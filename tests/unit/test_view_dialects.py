@@ -1,4 +1,5 @@
-"""A DuckLake view's stored query as Spark runs it (no JVM: sqlglot only)."""
+"""A DuckLake view's stored query as Spark runs it, and ours as DuckDB runs it (no JVM:
+sqlglot only)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dbt.adapters.ducklake.lake.models import (
     format_column_aliases,
     parse_column_aliases,
 )
-from dbt.adapters.ducklake.sql.view_dialects import spark_query, translate
+from dbt.adapters.ducklake.sql.view_dialects import duckdb_query, spark_query, translate
 
 
 def view(sql: str, dialect: str = "duckdb", aliases: str = "") -> ViewInfo:
@@ -73,3 +74,64 @@ def test_casts_to_integers_round_as_duckdb_does_unless_the_value_is_whole() -> N
     # a column of unknown type (here: of a view) is rounded too; ROUND keeps integers whole
     assert translate("SELECT CAST(x AS BIGINT) AS a FROM v2", "duckdb", "s", "s.v",
                      columns) == "SELECT CAST(ROUND(x) AS BIGINT) AS a FROM s.v2 AS v2"
+
+
+# ------------------------------------------------------------------ Spark SQL as DuckDB runs it
+SPARK_TYPES = {("s", "t"): {"id": "int", "name": "string", "amount": "decimal(10,2)",
+                            "f": "double", "day": "date", "tags": "array<string>",
+                            "m": "map<string,int>"}}
+
+
+def to_duckdb(sql: str, names: tuple[str, ...] = ()) -> str:
+    return duckdb_query(sql, "s", "s.v", lambda s, t: SPARK_TYPES.get((s, t)), names)
+
+
+def test_our_views_read_the_lake_tables_through_duckdbs_catalog_placeholder() -> None:
+    # dbt renders a relation as one backticked `schema.table`
+    assert to_duckdb("SELECT id FROM `s.t`") == 'SELECT t.id FROM {DUCKLAKE_CATALOG}."s"."t"'
+    assert to_duckdb("WITH w AS (SELECT id FROM s.t) SELECT * FROM w") == \
+        "WITH w AS (SELECT t.id FROM {DUCKLAKE_CATALOG}.s.t) SELECT * FROM w"
+
+
+def test_spark_meanings_are_kept_in_duckdb() -> None:
+    assert to_duckdb("SELECT CAST(amount AS INT), CAST(id AS BIGINT) FROM s.t") == \
+        "SELECT CAST(TRUNC(t.amount) AS INT), CAST(t.id AS BIGINT) FROM {DUCKLAKE_CATALOG}.s.t"
+    assert to_duckdb("SELECT tags[0], element_at(tags, -1), tags[id], m['k'] FROM s.t") == (
+        "SELECT LIST_EXTRACT(t.tags, 1), LIST_EXTRACT(t.tags, -1), "
+        "LIST_EXTRACT(t.tags, (t.id + 1)), MAP_EXTRACT_VALUE(t.m, 'k') "
+        "FROM {DUCKLAKE_CATALOG}.s.t")
+    assert to_duckdb("SELECT date_add(day, 2), dayofweek(day) FROM s.t") == (
+        "SELECT (CAST(t.day AS DATE) + 2), (DAYOFWEEK(CAST(t.day AS DATE)) + 1) "
+        "FROM {DUCKLAKE_CATALOG}.s.t")
+    assert to_duckdb("SELECT concat(name, '!') FROM s.t") == \
+        "SELECT t.name || '!' FROM {DUCKLAKE_CATALOG}.s.t"
+
+
+def test_duckdb_gets_sparks_column_names() -> None:
+    assert to_duckdb("SELECT id, lower(name), id AS n FROM s.t",
+                     ("id", "lower(name)", "n")) == \
+        'SELECT t.id, LOWER(t.name) AS "lower(name)", t.id AS n FROM {DUCKLAKE_CATALOG}.s.t'
+    with pytest.raises(UnsupportedViewError, match="beside a"):
+        to_duckdb("SELECT *, lower(name) FROM s.t", ("id", "lower(name)"))
+
+
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT collect_list(name) FROM s.t", "ARRAY_AGG"),
+    ("SELECT avg(amount) FROM s.t", "average of decimals"),
+    ("SELECT amount / 3 FROM s.t", "division of decimals"),
+    ("SELECT id / 1.5 FROM s.t", "division of decimals"),
+    ("SELECT amount * amount * amount * amount FROM s.t", "38 digits"),
+    ("SELECT CAST(name AS INT) FROM s.t", "cast from text"),
+    ("SELECT CAST(f AS STRING) FROM s.t", "cast from double"),
+    ("SELECT substring(name, 0, 2) FROM s.t", "positive"),
+    ("SELECT name FROM s.t WHERE name LIKE 'a\\_%'", "backslash"),
+    ("SELECT round(f, 1) FROM s.t", "rounding a double"),
+    ("SELECT id FROM `s.t@v3`", "s.t@v3"),
+    ("SELECT id FROM temp_view", "temp_view"),
+    ("SELECT id FROM spark_catalog.s.t", "spark_catalog"),
+    ("SELECT x[0] FROM s.unknown", "unknown type"),
+])
+def test_spark_constructs_without_a_duckdb_equivalent_are_named(sql: str, construct: str) -> None:
+    with pytest.raises(UnsupportedViewError) as info:
+        to_duckdb(sql)
+    assert "s.v" in str(info.value) and construct.lower() in str(info.value).lower()

@@ -28,6 +28,7 @@ from .errors import (
     SnapshotNotFoundError,
 )
 from .models import (
+    SPARK_SQL_TAG,
     ColumnInfo,
     DataFile,
     DeleteFile,
@@ -584,17 +585,19 @@ class Lake:
                 return self.views(schema_name, at, c)
         sql = (
             "SELECT v.view_id, v.view_uuid, v.begin_snapshot, v.end_snapshot, v.schema_id, "
-            "v.view_name, v.dialect, v.sql, v.column_aliases, s.schema_name "
+            "v.view_name, v.dialect, v.sql, v.column_aliases, s.schema_name, g.value "
             f"FROM {self.t('ducklake_view')} v JOIN {self.t('ducklake_schema')} s "
-            f"ON s.schema_id = v.schema_id AND {visible('s')} WHERE {visible('v')}"
+            f"ON s.schema_id = v.schema_id AND {visible('s')} "
+            f"LEFT JOIN {self.t('ducklake_tag')} g ON g.object_id = v.view_id "
+            f"AND g.key = '{SPARK_SQL_TAG}' AND {visible('g')} WHERE {visible('v')}"
         )
         params: dict[str, Any] = {"s": self._at(at, conn)}
         if schema_name is not None:
             sql += " AND LOWER(s.schema_name) = LOWER(:n)"
             params["n"] = schema_name
         rows = conn.execute(text(sql + " ORDER BY v.view_id"), params).all()
-        return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9])
-                for r in rows]
+        return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9],
+                         r[10]) for r in rows]
 
     def columns(
         self, table_id: int, at: int | None = None, conn: Connection | None = None

@@ -94,6 +94,8 @@ class ViewInfo:
     sql: str
     column_aliases: str
     schema_name: str = ""
+    # the view's Spark SQL, kept in a tag when ``sql`` is its DuckDB translation
+    spark_sql: str | None = None
 
     @property
     def aliases(self) -> list[str]:
@@ -101,6 +103,11 @@ class ViewInfo:
         v(a, b) AS ...``), else empty: DuckDB stores them as quoted identifiers joined by
         commas (``"a","b"``); earlier versions of this adapter wrote them in brackets."""
         return parse_column_aliases(self.column_aliases)
+
+
+# The ``ducklake_tag`` key holding a view's Spark SQL beside the DuckDB translation in
+# ``ducklake_view.sql``: DuckDB ignores tags other than ``comment``, and a view's tags end with it.
+SPARK_SQL_TAG = "spark_sql"
 
 
 def format_column_aliases(names: Sequence[str]) -> str:

@@ -22,7 +22,7 @@ from .commit import (
     uuid7,
 )
 from .errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, SchemaMismatchError
-from .models import ColumnInfo, format_column_aliases
+from .models import SPARK_SQL_TAG, ColumnInfo, ViewInfo, format_column_aliases
 from .types import LakeType, is_promotion
 
 # Batch phases (digest §2.2)
@@ -293,7 +293,9 @@ def alter_columns(
 # ---------------------------------------------------------------------------------- views
 def create_view(tx: Transaction, schema_name: str, view_name: str, sql: str,
                 dialect: str = "spark", replace: bool = False,
-                column_aliases: Sequence[str] = ()) -> None:
+                column_aliases: Sequence[str] = (), spark_sql: str | None = None) -> None:
+    """A view whose query ``sql`` is written in ``dialect``; ``spark_sql``, when ``sql`` is
+    a translation, is the Spark SQL it was made from, kept in a tag for this engine's reads."""
     token = f"created_view:{quote_name(schema_name)}.{quote_name(view_name)}"
 
     def op(ctx: CommitContext) -> None:
@@ -305,16 +307,46 @@ def create_view(tx: Transaction, schema_name: str, view_name: str, sql: str,
             ctx.change(2, f"dropped_view:{existing[0].view_id}")
         elif _name_taken(ctx, schema_id, view_name):
             raise AlreadyExistsError(f"{schema_name}.{view_name} already exists in the lake")
+        view_id = ctx.catalog_id()
         insert_rows(ctx, "ducklake_view", [{
-            "view_id": ctx.catalog_id(), "view_uuid": str(uuid.uuid4()),
+            "view_id": view_id, "view_uuid": str(uuid.uuid4()),
             "begin_snapshot": ctx.snapshot_id, "end_snapshot": None, "schema_id": schema_id,
             "view_name": view_name, "dialect": dialect, "sql": sql,
             "column_aliases": format_column_aliases(column_aliases),
         }])
+        if spark_sql is not None:
+            insert_rows(ctx, "ducklake_tag", [{
+                "object_id": view_id, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None,
+                "key": SPARK_SQL_TAG, "value": spark_sql,
+            }])
         ctx.bump_schema()
         ctx.change(4, token)
 
     tx.add(CREATES, op, token)
+
+
+def rename_view(tx: Transaction, view: ViewInfo, new_name: str,
+                new_schema: str | None = None) -> None:
+    """End the view row and write one with the same id, uuid and query, as DuckDB renames
+    a view: its tags (comment, Spark SQL) stay with the id."""
+    schema_name = new_schema or view.schema_name
+
+    def op(ctx: CommitContext) -> None:
+        schema_id = _schema(ctx, schema_name)
+        if _name_taken(ctx, schema_id, new_name):
+            raise AlreadyExistsError(f"{schema_name}.{new_name} already exists in the lake")
+        ctx.exec(f"UPDATE {ctx.t('ducklake_view')} SET end_snapshot = :s WHERE view_id = :id "
+                 "AND end_snapshot IS NULL", {"s": ctx.snapshot_id, "id": view.view_id})
+        insert_rows(ctx, "ducklake_view", [{
+            "view_id": view.view_id, "view_uuid": view.view_uuid,
+            "begin_snapshot": ctx.snapshot_id, "end_snapshot": None, "schema_id": schema_id,
+            "view_name": new_name, "dialect": view.dialect, "sql": view.sql,
+            "column_aliases": view.column_aliases,
+        }])
+        ctx.bump_schema()
+        ctx.change(4, f"created_view:{quote_name(schema_name)}.{quote_name(new_name)}")
+
+    tx.add(CREATES, op, f"altered_view:{view.view_id}")
 
 
 def drop_view(tx: Transaction, schema_name: str, view_name: str) -> None:

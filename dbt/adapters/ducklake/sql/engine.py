@@ -26,11 +26,13 @@ from ..lake.errors import (
     InvalidArgumentError,
     NotFoundError,
     SchemaMismatchError,
+    UnsupportedViewError,
 )
 from ..lake.models import Snapshot
 from ..spark.lake import CommitInfo, LakeTable, PartitionBy, SparkLake
 from ..spark.partitions import key_expression
 from ..spark.types import column_specs, lake_type, spark_type
+from .view_dialects import DUCKDB, SPARK, duckdb_query
 from .views import LakeName, ViewBody, ViewRegistry, parse_name, quote
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -500,10 +502,16 @@ class Engine:
         body = text.get()
         columns = [c._1() for c in _seq(plan.userSpecifiedColumns())]
         # Analyse now so that a broken view fails the statement, not a later reader.
-        self.registry.run_with_views(
-            self.spark.sql, ViewBody(body, tuple(columns)).create(
-                name.view_name + "__ducklake_check"))
-        self.spark.catalog.dropTempView(name.view_name + "__ducklake_check")
+        check = name.view_name + "__ducklake_check"
+        self.registry.run_with_views(self.spark.sql, ViewBody(body, tuple(columns)).create(check))
+        try:
+            # (a temp view is analysed again when read: another thread's commit may have
+            # dropped the relations it reads, which the registry then registers again)
+            output_names = [] if columns else self.registry.run_with_views(
+                lambda: self.spark.table(quote(check))).columns
+        finally:
+            self.spark.catalog.dropTempView(check)
+        duckdb_sql = self._duckdb_view_query(name, body, output_names)
         existing = self._exists(name)
         tx = Transaction(self.lake.lake)
         if existing == "table":
@@ -514,10 +522,40 @@ class Engine:
             if plan.allowExisting():
                 return StatementResult("CREATE VIEW", message="exists")
             raise AlreadyExistsError(f"view {name.schema}.{name.name} already exists")
-        tables.create_view(tx, name.schema, name.name, body, dialect="spark",
-                           replace=existing == "view", column_aliases=columns)
+        if duckdb_sql is None:
+            tables.create_view(tx, name.schema, name.name, body, dialect=SPARK,
+                               replace=existing == "view", column_aliases=columns)
+        else:
+            tables.create_view(tx, name.schema, name.name, duckdb_sql, dialect=DUCKDB,
+                               replace=existing == "view", column_aliases=columns,
+                               spark_sql=body)
         snapshot = self._commit(tx, "CREATE VIEW")
         return StatementResult("CREATE VIEW", snapshot=snapshot)
+
+    def _duckdb_view_query(self, name: LakeName, body: str,
+                           output_names: list[str]) -> str | None:
+        """The view's query as DuckDB SQL of the same meaning, or ``None`` (with a warning
+        naming the construct) when it has none: then only this engine can run the view."""
+
+        def spark_types(schema_name: str, table_name: str) -> dict[str, str] | None:
+            name = quote(f"{schema_name}.{table_name}")
+            try:  # the lake relations the view reads, as Spark types them
+                fields = self.registry.run_with_views(lambda: self.spark.table(name)).schema.fields
+            except (AnalysisException, DuckLakeError):
+                return None
+            return {f.name: f.dataType.simpleString() for f in fields}
+
+        try:
+            return duckdb_query(body, name.schema, f"{name.schema}.{name.name}", spark_types,
+                                output_names)
+        except UnsupportedViewError as exc:
+            log.warning("%s: it is stored as Spark SQL only, which DuckDB lists but cannot "
+                        "run", exc)
+        except Exception:  # noqa: BLE001 - a translation's failure never fails the view
+            log.warning("view %s.%s: its DuckDB translation failed; it is stored as Spark SQL "
+                        "only, which DuckDB lists but cannot run", name.schema, name.name,
+                        exc_info=True)
+        return None
 
     # ------------------------------------------------------------------ drops and renames
     def _drop(self, parts: list[str], if_exists: bool, kind: str) -> StatementResult:
@@ -558,9 +596,7 @@ class Engine:
         if self._exists(name) == "view":
             lake = self.lake.lake
             view = next(v for v in lake.views(name.schema) if v.view_name == name.name)
-            tables.drop_view(tx, name.schema, name.name)
-            tables.create_view(tx, new.schema, new.name, view.sql, dialect=view.dialect,
-                               column_aliases=view.aliases)
+            tables.rename_view(tx, view, new.name, new.schema)
         else:
             table = self.lake.lake.table(name.schema, name.name)
             tables.rename_table(tx, TableRef(table.table_id), new.name, new.schema)

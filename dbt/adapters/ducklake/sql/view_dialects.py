@@ -1,4 +1,4 @@
-"""A DuckLake view's query as Spark runs it.
+"""A DuckLake view's query in the other engine's SQL: as Spark runs it, and as DuckDB does.
 
 DuckLake stores each view's SQL in the dialect it was written in (``ducklake_view.dialect``):
 ``spark`` for the views this adapter creates, ``duckdb`` for DuckDB's. Run as Spark SQL, a
@@ -10,12 +10,16 @@ error naming the view, its dialect and the construct, never with different rows.
 DuckDB binds a view's unqualified table names in the view's own schema, and writes the
 lake's catalog qualifier as ``{DUCKLAKE_CATALOG}``; the translation does the same, so
 the view reads the tables DuckDB's reads.
+
+The other way round, a view created here is stored as DuckDB SQL (dialect ``duckdb``) when
+every construct in it has the same meaning in DuckDB (:func:`duckdb_query`), with its Spark
+text in a tag for this engine's own reads; a view that cannot be is stored as Spark SQL only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..lake.errors import UnsupportedViewError
@@ -35,7 +39,10 @@ Columns = Callable[[str, str], "dict[str, str] | None"]
 
 
 def spark_query(view: ViewInfo, schema_name: str, columns: Columns | None = None) -> str:
-    """The query of ``view`` (in schema ``schema_name``) as Spark SQL."""
+    """The query of ``view`` (in schema ``schema_name``) as Spark SQL: the Spark text it
+    was created from if it was created here, else its own query, translated if need be."""
+    if view.spark_sql is not None:
+        return view.spark_sql
     dialect = (view.dialect or SPARK).lower()
     if dialect == SPARK:
         return view.sql
@@ -221,3 +228,297 @@ def duckdb_type(column: ColumnInfo) -> str:
                            for c in column.children)
         return f"STRUCT({fields})"
     return _DUCKDB_TYPES.get(kind.name, "UNKNOWN")
+
+
+# ------------------------------------------------------------------ Spark SQL as DuckDB runs it
+# A token no view can contain, put where DuckDB writes ``{DUCKLAKE_CATALOG}`` (sqlglot cannot
+# print braces in a name).
+_CATALOG_TOKEN = "ducklake_catalog_7c1f0e"
+
+
+def duckdb_query(sql: str, schema_name: str, view: str, columns: Columns | None = None,
+                 output_names: Sequence[str] = ()) -> str:
+    """``sql``, the Spark SQL query of ``view``, as DuckDB SQL that gives the same rows.
+
+    Every construct must be one whose meaning is known to be the same in both engines, or
+    one rewritten to it (:func:`_spark_meaning`); anything else raises
+    :class:`UnsupportedViewError` naming it. ``columns`` gives the Spark types of the
+    relations read (``{"id": "int"}``), for the rules that depend on a type, and
+    ``output_names`` the view's column names as Spark names them, which DuckDB, which names
+    an expression by its own spelling, is given as aliases.
+    """
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
+
+    try:
+        tree = sqlglot.parse_one(sql, read=SPARK)
+        if not isinstance(tree, exp.Query):
+            raise UnsupportedError("not a query")
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            name = table.name
+            if not table.db and "." in name and "@" not in name:  # `schema.table`, as dbt
+                db, name = name.split(".", 1)                    # renders a relation
+                table.set("db", exp.to_identifier(db, quoted=True))
+                table.set("this", exp.to_identifier(name, quoted=True))
+            if table.catalog or (not table.db and table.name.lower() not in ctes):
+                # a one-part name is a temp view of the session, or a lake table at a
+                # snapshot or its change feed (`s.t@v3`); another catalog is not the lake
+                raise UnsupportedError(f"the relation {table.sql(SPARK)}")
+        if columns is not None:
+            try:
+                tree = _typed(tree.copy(), SPARK, columns)
+            except SqlglotError:  # untyped, the rules below refuse what needs a type
+                log.debug("view %s: cannot type its query", view, exc_info=True)
+        for node in tree.walk():
+            if not isinstance(node, _SAME_IN_DUCKDB + _REWRITTEN_FOR_DUCKDB):
+                raise UnsupportedError(_construct(node))
+        tree = tree.transform(_spark_meaning)
+        _name_outputs(tree, output_names)
+        for table in tree.find_all(exp.Table):
+            if table.db and table.name.lower() not in ctes:
+                table.set("catalog", exp.to_identifier(_CATALOG_TOKEN))
+        text = tree.sql(DUCKDB, unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as exc:
+        construct = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsupportedViewError(
+            f"view {view} has no DuckDB SQL with the same meaning ({construct})") from None
+    return text.replace(_CATALOG_TOKEN + ".", CATALOG_PLACEHOLDER + ".")
+
+
+def _construct(node: Any) -> str:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        return f"the function {node.name}"
+    if isinstance(node, exp.Func):
+        return f"the function {node.sql_name()}"
+    return node.sql(SPARK) or type(node).__name__
+
+
+def _classes(*names: str) -> tuple[type, ...]:
+    from sqlglot import exp
+
+    return tuple(getattr(exp, name) for name in names)
+
+
+# Constructs whose meaning is the same in Spark and DuckDB (sqlglot's DuckDB output spells
+# them as DuckDB does: ``||`` for concat, explicit NULLS FIRST where Spark sorts so, ...).
+_SAME_IN_DUCKDB = _classes(
+    "Select", "From", "Join", "Where", "Group", "Having", "Order", "Ordered", "Limit", "Offset",
+    "Alias", "TableAlias", "Table", "Subquery", "CTE", "With", "Union", "Except", "Intersect",
+    "Column", "Identifier", "Star", "Distinct", "Paren", "Tuple", "Dot", "Literal", "Boolean",
+    "Null", "DataType", "DataTypeParam", "Var", "Window", "WindowSpec", "Qualify",
+    "EQ", "NEQ", "GT", "GTE", "LT", "LTE", "NullSafeEQ", "NullSafeNEQ", "And", "Or", "Not",
+    "Is", "In", "Between", "Exists", "Neg", "Mod", "DPipe",
+    "Case", "If", "Coalesce", "Nullif", "Greatest", "Least", "Abs", "Floor", "Ceil",
+    "Lower", "Upper", "Trim", "Replace", "StrPosition", "Count", "Sum", "Min", "Max",
+    "RowNumber", "Rank", "DenseRank", "Lag", "Lead", "FirstValue", "LastValue",
+    "CurrentDate", "CurrentTimestamp", "Year", "Month", "Day", "Hour", "Minute", "Second",
+    "DateDiff", "TsOrDsToDate", "DayOfMonth", "ArraySize",
+)
+# Constructs whose meaning depends on types or arguments: :func:`_spark_meaning` rewrites or
+# refuses them.
+_REWRITTEN_FOR_DUCKDB = _classes(
+    "Add", "Sub", "Mul", "Cast", "Div", "Avg", "Round", "Substring", "Like", "ILike", "Bracket",
+    "TsOrDsAdd", "DayOfWeek", "Concat", "ConcatWs", "Length",
+)
+
+_TEXT = frozenset({"VARCHAR", "TEXT", "CHAR", "NVARCHAR", "NCHAR"})
+_DECIMALS = frozenset({"DECIMAL"})
+_FLOATS = frozenset({"FLOAT", "DOUBLE"})
+_NUMBERS = _INTEGERS | _DECIMALS | _FLOATS
+_DATETIMES = frozenset({"DATE", "TIMESTAMP", "DATETIME", "TIMESTAMPTZ", "TIMESTAMPLTZ",
+                        "TIMESTAMPNTZ"})
+# what a cast to each kind of type may start from to mean the same in both engines: Spark
+# and DuckDB spell doubles and timestamps differently as text, and DuckDB reads '2.5' as
+# the integer 3 and 'yes' as no boolean
+_CASTS = {
+    "integer": _INTEGERS | {"BOOLEAN"},
+    "decimal": _NUMBERS | _TEXT,
+    "float": _NUMBERS | _TEXT,
+    "text": _TEXT | _INTEGERS | _DECIMALS | {"BOOLEAN", "DATE"},
+    "date": _DATETIMES | _TEXT,
+    "timestamp": _DATETIMES | _TEXT,
+    "boolean": _INTEGERS | {"BOOLEAN"},
+}
+
+
+def _cast_kind(name: str) -> str | None:
+    if name in _INTEGERS:
+        return "integer"
+    if name in _DECIMALS:
+        return "decimal"
+    if name in _FLOATS:
+        return "float"
+    if name in _TEXT:
+        return "text"
+    if name == "DATE":
+        return "date"
+    if name in _DATETIMES:
+        return "timestamp"
+    if name == "BOOLEAN":
+        return "boolean"
+    return None
+
+
+def _spark_type(node: Any) -> str:
+    """:func:`_type`, but a number literal with a point is a DECIMAL, as Spark (and DuckDB)
+    read it; sqlglot types it a DOUBLE."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Literal) and not node.is_string and "." in node.this \
+            and "e" not in node.this.lower():
+        return "DECIMAL"
+    return _type(node)
+
+
+_INTEGER_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
+
+
+def _decimal(node: Any) -> tuple[int, int] | None:
+    """The (precision, scale) Spark gives a decimal expression, as far as known."""
+    from sqlglot import exp
+
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _decimal(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string:
+        digits = node.this.lstrip("-")
+        if "e" in digits.lower():
+            return None
+        whole, _, fraction = digits.partition(".")
+        return max(len(whole.lstrip("0")) + len(fraction), 1), len(fraction)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = _decimal(node.this), _decimal(node.expression)
+        if left is None or right is None:
+            return None
+        if isinstance(node, exp.Mul):
+            return left[0] + right[0] + 1, left[1] + right[1]
+        scale = max(left[1], right[1])
+        return max(left[0] - left[1], right[0] - right[1]) + scale + 1, scale
+    kind = node.type
+    if kind is None:
+        return None
+    if kind.this.name == "DECIMAL":
+        params = [int(p.this.name) for p in kind.expressions]
+        return (params[0] if params else 18), (params[1] if len(params) > 1 else 0)
+    digits = _INTEGER_DIGITS.get(kind.this.name)
+    return (digits, 0) if digits is not None else None
+
+
+def _spark_meaning(node: Any) -> Any:
+    """``node`` rewritten so that DuckDB gives what Spark gives for it; constructs that cannot
+    be are refused. Spark's ANSI errors (an index out of range, a division by zero) may be a
+    NULL in DuckDB: an error is never a different row."""
+    from sqlglot import exp
+    from sqlglot.errors import UnsupportedError
+
+    def refuse(why: str) -> UnsupportedError:
+        return UnsupportedError(f"{node.sql(SPARK)}: {why}")
+
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        if "DECIMAL" in (_spark_type(node.this), _spark_type(node.expression)):
+            # past 38 digits Spark rounds the result to fewer decimals; DuckDB does not
+            digits = _decimal(node)
+            if digits is None or digits[0] > 38:
+                raise refuse("decimal arithmetic whose result may exceed 38 digits")
+        return node
+    if isinstance(node, exp.Cast):
+        target = node.to.this.name
+        kind, source = _cast_kind(target), _type(node.this)
+        if kind is None:
+            raise refuse(f"a cast to {target}")
+        if source not in _CASTS[kind] and not (kind == "integer" and source in _NUMBERS):
+            raise refuse(f"a cast from {source.lower()} to {target}, which the engines "
+                         "do differently")
+        value = _inner(node.this)
+        if kind == "integer" and source not in _WHOLE:
+            value = exp.Anonymous(this="TRUNC", expressions=[value])  # Spark truncates
+        return exp.Cast(this=value, to=node.to.copy())  # sqlglot makes Spark's a TRY_CAST
+    if isinstance(node, exp.Div):
+        if _spark_type(node.this) not in _INTEGERS | _FLOATS or \
+                _spark_type(node.expression) not in _INTEGERS | _FLOATS:
+            raise refuse("a division of decimals (or of values of unknown type): Spark's is "
+                         "a DECIMAL, DuckDB's a DOUBLE")
+        return node
+    if isinstance(node, exp.Avg):
+        if _type(node.this) not in _INTEGERS | _FLOATS:
+            raise refuse("an average of decimals (or of values of unknown type): Spark's is "
+                         "a DECIMAL, DuckDB's a DOUBLE")
+        return node
+    if isinstance(node, exp.Round):
+        if _type(node.this) not in _INTEGERS | _DECIMALS:
+            raise refuse("rounding a double (or a value of unknown type)")
+        return node
+    if isinstance(node, exp.Substring):
+        start = node.args.get("start")
+        if start is not None and not (isinstance(start, exp.Literal) and not start.is_string
+                                      and int(start.this) > 0):
+            raise refuse("a substring whose start is not a positive number: Spark reads 0 "
+                         "as 1")
+        return node
+    if isinstance(node, (exp.Like, exp.ILike)):
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string) or "\\" in pattern.this:
+            raise refuse("a LIKE pattern that is not a literal without backslashes: Spark "
+                         "escapes with a backslash, DuckDB does not")
+        return node
+    if isinstance(node, (exp.Concat, exp.ConcatWs, exp.Length)):
+        values = node.expressions if not isinstance(node, exp.Length) else [node.this]
+        if isinstance(node, exp.ConcatWs):
+            values = values[1:]
+        if any(_type(v) not in _TEXT for v in values):
+            raise refuse("a string function over values that are not all strings")
+        return node
+    if isinstance(node, exp.TsOrDsAdd):
+        # Spark's date_add is a DATE; DuckDB's DATE + INTERVAL is a TIMESTAMP, DATE + n a DATE
+        date = exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))
+        return exp.Paren(this=exp.Add(this=date, expression=_inner(node.expression)))
+    if isinstance(node, exp.DayOfWeek):
+        # Spark counts Sunday as 1, DuckDB as 0
+        return exp.Paren(this=exp.Add(this=exp.Anonymous(this="DAYOFWEEK", expressions=[
+            exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))]),
+            expression=exp.Literal.number(1)))
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        kind, index = _type(node.this), node.expressions[0]
+        if kind == "MAP":
+            return exp.Anonymous(this="MAP_EXTRACT_VALUE",
+                                 expressions=[_inner(node.this), _inner(index)])
+        if kind != "ARRAY":
+            raise refuse("an element of a value of unknown type")
+        # l[i] counts from 0, element_at(l, i) from 1; DuckDB's list_extract from 1
+        if not node.args.get("offset"):
+            index = exp.Literal.number(int(index.this) + 1) if isinstance(index, exp.Literal) \
+                else exp.Paren(this=exp.Add(this=_inner(index), expression=exp.Literal.number(1)))
+        return exp.Anonymous(this="LIST_EXTRACT", expressions=[_inner(node.this), _inner(index)])
+    if isinstance(node, exp.Bracket):
+        raise refuse("an element access with several indexes")
+    return node
+
+
+def _name_outputs(tree: Any, names: Sequence[str]) -> None:
+    """Alias the outermost select's columns with the names Spark gives them (``lower(email)``
+    for an unnamed ``lower(email)``), where DuckDB would name them otherwise."""
+    from sqlglot import exp
+    from sqlglot.errors import UnsupportedError
+
+    select = tree
+    while isinstance(select, (exp.Union, exp.Except, exp.Intersect, exp.Subquery)):
+        select = select.this
+    if not names or not isinstance(select, exp.Select):
+        return
+    projections = select.expressions
+    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+           for p in projections):
+        unnamed = [p for p in projections
+                   if not isinstance(p, (exp.Star, exp.Column, exp.Alias))]
+        if unnamed:
+            raise UnsupportedError(f"{unnamed[0].sql(DUCKDB)} beside a *: name it with AS")
+        return
+    if len(projections) != len(names):
+        return
+    for projection, name in zip(projections, names, strict=True):
+        named = isinstance(projection, (exp.Column, exp.Alias, exp.Dot))
+        if not named or projection.alias_or_name != name:
+            projection.replace(exp.alias_(projection.copy(), name, quoted=True))

@@ -322,7 +322,7 @@ class ViewRegistry:
         try:
             _, final = self._run(self.spark.sql, body.create(name.view_name))
         except AnalysisException as exc:
-            if view.dialect.lower() == SPARK:
+            if view.spark_sql is not None or view.dialect.lower() == SPARK:
                 raise
             raise UnsupportedViewError(
                 f"view {name.schema}.{name.name} was written in {view.dialect} SQL and its "
