@@ -174,6 +174,7 @@ SPARK_VIEWS = {
                   "least(id, grp) AS l, abs(-id) AS a, floor(amount) AS fl, "
                   "ceil(amount) AS c, round(amount, 1) AS r FROM s.e",
     "like": "SELECT name FROM s.t WHERE name LIKE 'a%' OR name ILIKE 'B%'",
+    "group_by_all": "SELECT grp, count(*) AS n, max(name) AS top FROM s.t GROUP BY ALL",
     "aliased(a, b)": "SELECT id, name FROM s.t",
     "on_a_view": "SELECT lo, e FROM s.strings WHERE id > 1",
 }
