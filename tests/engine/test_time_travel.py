@@ -152,3 +152,17 @@ def test_names_round_trip() -> None:
         assert name is not None and name.view_name == text, text
     assert parse_name(["s.t@changes:3..7"]).feed == "changes"
     assert parse_name(["s.t@ts:2026-01-01 10:00:00+00"]).timestamp == "2026-01-01 10:00:00+00"
+
+
+def test_a_column_given_its_own_type_makes_no_snapshot(engine, lake, duck):  # noqa: ANN001
+    """dbt alters columns to the type they have (snapshots widen strings every run): nothing
+    changes, so no snapshot; a real widening still commits one, which DuckDB reads."""
+    engine.execute("CREATE TABLE main.typed AS SELECT CAST(1 AS INT) AS n, 'a' AS s")
+    before = lake.lake.latest_snapshot().snapshot_id
+    engine.execute("ALTER TABLE main.typed ALTER COLUMN s TYPE STRING")
+    engine.execute("ALTER TABLE main.typed ALTER COLUMN n TYPE INT")
+    assert lake.lake.latest_snapshot().snapshot_id == before
+    engine.execute("ALTER TABLE main.typed ALTER COLUMN n TYPE BIGINT")
+    assert lake.lake.latest_snapshot().snapshot_id == before + 1
+    assert duck.execute("SELECT typeof(n), n, s FROM lake.main.typed").fetchall() == \
+        [("BIGINT", 1, "a")]

@@ -27,3 +27,8 @@ class DuckLakeColumn(SparkColumn):
     @classmethod
     def string_type(cls, size: int) -> str:
         return "string"
+
+    def can_expand_to(self, other_column: SparkColumn) -> bool:  # type: ignore[override]
+        """Never: a lake string has no length to widen (dbt would otherwise alter every
+        string column of a snapshot to the type it already has, on every run)."""
+        return False

@@ -29,6 +29,7 @@ from ..lake.errors import (
     UnsupportedViewError,
 )
 from ..lake.models import Snapshot
+from ..lake.types import LakeType
 from ..spark.lake import CommitInfo, LakeTable, PartitionBy, SparkLake
 from ..spark.partitions import key_expression
 from ..spark.types import column_specs, lake_type, spark_type
@@ -672,6 +673,7 @@ class Engine:
         ref = TableRef(table.table_id)
         tx = Transaction(self.lake.lake)
         specs = plan.specs()
+        current = {c.column_name.lower(): c.type for c in self.lake.lake.columns(table.table_id)}
         retype, nullability = [], []
         for i in range(specs.size()):
             spec = specs.apply(i)
@@ -684,10 +686,14 @@ class Engine:
             if spec.newDataType().isDefined():
                 data_type = spec.newDataType().get().catalogString()
                 schema = self.spark.createDataFrame([], f"{quote(column)} {data_type}").schema
-                retype.append((column, lake_type(schema.fields[0].dataType, column)))
+                new_type = lake_type(schema.fields[0].dataType, column)
+                if current.get(column.lower()) != LakeType.parse(new_type):  # else: no change
+                    retype.append((column, new_type))
             if spec.newComment().isDefined():
                 tables.set_comment(tx, ref, spec.newComment().get(), column=column)
         tables.alter_columns(tx, ref, retype=retype, nullability=nullability)
+        if tx.empty:  # a column given the type it has: no snapshot, as nothing changed
+            return StatementResult("ALTER TABLE", message="unchanged")
         snapshot = self._commit(tx, "ALTER TABLE")
         return StatementResult("ALTER TABLE", snapshot=snapshot)
 
