@@ -58,6 +58,7 @@ def every_snapshot(first: int, last: int, spans=()) -> list[tuple[int, int]]:  #
 
 
 # ------------------------------------------------------------------------ DuckDB writes
+@pytest.mark.slow
 def test_duckdb_history(duck, lake):  # noqa: ANN001
     """Files, updates, plain and cumulative delete files, inlined rows and inlined deletes,
     flush, merge_adjacent_files (partial files), and whole files ended by deletes."""
@@ -112,6 +113,7 @@ def test_duckdb_schema_changes_inside_the_range(duck, lake):  # noqa: ANN001
 
 
 # ------------------------------------------------------------------------ our writes
+@pytest.mark.slow
 def test_our_history_with_duckdb_maintenance(spark, duck, lake):  # noqa: ANN001
     """Written by us (inserts, updates, deletes, MERGE, schema changes, a rebuild in place),
     then flushed and merged by DuckDB, then changed again by us."""

@@ -343,6 +343,7 @@ def insert_both(duck, table: str, columns: str, rows) -> list[int]:  # noqa: ANN
                 "COMMIT")]
 
 
+@pytest.mark.slow
 def test_schema_evolution(duck, lake):  # noqa: ANN001
     n = iter(range(10_000))
 

@@ -130,6 +130,7 @@ def build_history(spark, lake) -> tuple[int, int]:  # noqa: ANN001
 
 
 # ------------------------------------------------------------------------ transparency
+@pytest.mark.slow
 def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake,  # noqa: ANN001
                                                             lake_target):
     first, last = build_history(spark, lake)
@@ -179,6 +180,7 @@ def read_all(duck, lake, table: str = "t"):  # noqa: ANN001
     return out
 
 
+@pytest.mark.slow
 def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake, lake_target):  # noqa: ANN001
     build_history(spark, lake)
     lake.flush_inlined_data()
@@ -207,6 +209,7 @@ def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake, lake_target): 
         expected + [(901, 9, "tiny", "y")], key=repr)
 
 
+@pytest.mark.slow
 def test_we_maintain_a_lake_duckdb_maintained(spark, duck, lake, lake_target):  # noqa: ANN001
     for sql in (
         "CREATE TABLE lake.t(id BIGINT, s VARCHAR, d DOUBLE)",
@@ -305,6 +308,7 @@ def scheduled(lake) -> list:  # noqa: ANN001
     return catalog_rows(lake, "SELECT path FROM {m}.ducklake_files_scheduled_for_deletion")
 
 
+@pytest.mark.slow
 def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa: ANN001
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -370,6 +374,7 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     assert duck_rows(duck, "SELECT count(*) FROM lake.t WHERE tag = 'p'") == [(20,)]
 
 
+@pytest.mark.slow
 def test_expire_dry_run_and_latest(spark, duck, lake):  # noqa: ANN001
     build_history(spark, lake)
     snaps = [s.snapshot_id for s in lake.snapshots()]
