@@ -83,7 +83,7 @@ SPARK_TYPES = {("s", "t"): {"id": "int", "name": "string", "amount": "decimal(10
 
 
 def to_duckdb(sql: str, names: tuple[str, ...] = ()) -> str:
-    return duckdb_query(sql, "s", "s.v", lambda s, t: SPARK_TYPES.get((s, t)), names)
+    return duckdb_query(sql, "s.v", lambda s, t: SPARK_TYPES.get((s, t)), names)
 
 
 def test_our_views_read_the_lake_tables_through_duckdbs_catalog_placeholder() -> None:
@@ -91,6 +91,9 @@ def test_our_views_read_the_lake_tables_through_duckdbs_catalog_placeholder() ->
     assert to_duckdb("SELECT id FROM `s.t`") == 'SELECT t.id FROM {DUCKLAKE_CATALOG}."s"."t"'
     assert to_duckdb("WITH w AS (SELECT id FROM s.t) SELECT * FROM w") == \
         "WITH w AS (SELECT t.id FROM {DUCKLAKE_CATALOG}.s.t) SELECT * FROM w"
+    # a CTE named like a lake table leaves the qualified table the lake's
+    assert "FROM t JOIN {DUCKLAKE_CATALOG}.s.t AS u" in \
+        to_duckdb("WITH t AS (SELECT 1 AS id) SELECT u.id FROM t JOIN s.t AS u ON u.id = t.id")
 
 
 def test_spark_meanings_are_kept_in_duckdb() -> None:

@@ -547,8 +547,7 @@ class Engine:
             return {f.name: f.dataType.simpleString() for f in fields}
 
         try:
-            return duckdb_query(body, name.schema, f"{name.schema}.{name.name}", spark_types,
-                                output_names)
+            return duckdb_query(body, f"{name.schema}.{name.name}", spark_types, output_names)
         except UnsupportedViewError as exc:
             log.warning("%s: it is stored as Spark SQL only, which DuckDB lists but cannot "
                         "run", exc)

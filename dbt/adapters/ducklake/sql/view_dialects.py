@@ -236,7 +236,7 @@ def duckdb_type(column: ColumnInfo) -> str:
 _CATALOG_TOKEN = "ducklake_catalog_7c1f0e"
 
 
-def duckdb_query(sql: str, schema_name: str, view: str, columns: Columns | None = None,
+def duckdb_query(sql: str, view: str, columns: Columns | None = None,
                  output_names: Sequence[str] = ()) -> str:
     """``sql``, the Spark SQL query of ``view``, as DuckDB SQL that gives the same rows.
 
@@ -277,7 +277,7 @@ def duckdb_query(sql: str, schema_name: str, view: str, columns: Columns | None 
         tree = tree.transform(_spark_meaning)
         _name_outputs(tree, output_names)
         for table in tree.find_all(exp.Table):
-            if table.db and table.name.lower() not in ctes:
+            if table.db:  # a lake table (one-part names are CTEs here)
                 table.set("catalog", exp.to_identifier(_CATALOG_TOKEN))
         text = tree.sql(DUCKDB, unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
