@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from oracle import assert_same, duck_rows
 
+from dbt.adapters.ducklake import merge
 from dbt.adapters.ducklake.lake import SchemaMismatchError
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.views import ViewRegistry
@@ -17,7 +18,11 @@ def engine(spark, lake):  # noqa: ANN001, ANN201
     return Engine(spark, lake, ViewRegistry(spark, lake))
 
 
-def test_all_clause_kinds(spark, lake, duck, engine):  # noqa: ANN001
+@pytest.mark.parametrize("driver_rows", [merge.DRIVER_ROWS, 0], ids=["driver", "spark"])
+def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows):  # noqa: ANN001
+    """Every clause kind, with the outcome collected to the driver (the few changed rows of a
+    typical merge) and left in Spark (more than ``DRIVER_ROWS`` outcome rows)."""
+    monkeypatch.setattr(merge, "DRIVER_ROWS", driver_rows)
     engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id * 10 AS BIGINT) AS v, "
                    "'old' AS tag FROM range(40)")
     table = lake.table("main.t")

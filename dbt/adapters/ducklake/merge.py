@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
@@ -115,20 +116,39 @@ def merge_into(
         frame = plan(scan(lake.spark, state, metadata=True)).persist(
             StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
-        positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
         inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]
         names = [c.column_name for c in columns]
-        updates = frame.where(F.col(ACTION).isin(updating)).select(
+        updates: DataFrame | pa.Table | None = frame.where(F.col(ACTION).isin(updating)).select(
             *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None
-        inserts = frame.where(F.col(ACTION).isin(inserting)).select(*names) \
-            if inserting else None
-        if not positions and not inlined and not inserting:
+        inserts: DataFrame | pa.Table | None = frame.where(
+            F.col(ACTION).isin(inserting)).select(*names) if inserting else None
+        inline_ok = can_inline(columns, lake.lake.dialect)
+        # Most merges (a dbt snapshot, an incremental run) change a few rows: the outcome is
+        # collected in the job that computes it, and rows that will be inlined are staged
+        # from the driver, without a Spark job per kind of row.
+        outcome = frame.limit(DRIVER_ROWS + 1).toArrow()
+        if outcome.num_rows <= DRIVER_ROWS:
+            positions, inlined = _arrow_touched(_rows_of(outcome, touching))
+            with lake.lake.read() as conn:
+                limit = lake.lake.inlining_row_limit(conn, state.schema.schema_id,
+                                                     state.table.table_id)
+            if updates is not None:
+                rows = _rows_of(outcome, updating).rename_columns(
+                    {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])
+                updates = rows if inline_ok and rows.num_rows <= limit else updates
+                updates = None if rows.num_rows == 0 else updates
+            if inserts is not None:
+                rows = _rows_of(outcome, inserting).select(names)
+                inserts = rows if inline_ok and rows.num_rows <= limit else inserts
+                inserts = None if rows.num_rows == 0 else inserts
+        else:
+            positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
+        if not positions and not inlined and inserts is None:
             return MergeResult(None, 0, 0, 0)
         tx = table._tx(state)  # noqa: SLF001
         ref = TableRef(state.table.table_id)
         delete_files.delete(tx, ref, positions, inlined)
-        inline_ok = can_inline(columns, lake.lake.dialect)
         counts = {"touched": sum(len(p) for p in positions.values()) + len(inlined),
                   "updated": 0, "inserted": 0}
         for rows, row_ids in ((updates, True), (inserts, False)):
@@ -263,6 +283,9 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
 
 
 ACTION = "__ducklake_action"
+# Outcomes up to this many rows are collected to the driver in one job (a merge's typical
+# few changed rows); larger ones stay in Spark.
+DRIVER_ROWS = 10_000
 
 
 def _action(clauses: Sequence[MergeClause], t: str, s: str) -> Column:
@@ -311,10 +334,21 @@ def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
               for c in columns]]
 
 
+def _rows_of(outcome: pa.Table, clauses: Sequence[int]) -> pa.Table:
+    """The collected outcome rows whose clause is one of ``clauses``."""
+    return outcome.filter(pc.is_in(outcome.column(ACTION),
+                                   value_set=pa.array(clauses, outcome.schema.field(ACTION).type)))
+
+
 def _touched(rows: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
     """Positions (per data file) and inlined row ids of the target rows the merge updates or
     deletes, collected in one pass that also refuses a row matched twice."""
-    table = rows.select(FILE_ID, POSITION, ROW_ID).toArrow()
+    return _arrow_touched(rows.select(FILE_ID, POSITION, ROW_ID).toArrow())
+
+
+def _arrow_touched(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
+    """:func:`_touched` of rows already collected."""
+    table = table.select([FILE_ID, POSITION, ROW_ID])
     row_ids = table.column(2)
     if pc.count_distinct(row_ids).as_py() != len(row_ids):
         counts = pc.value_counts(row_ids)
