@@ -193,19 +193,26 @@ TYPED = [
 ]
 
 
-@pytest.mark.parametrize("writer", ["duckdb", "spark"])
+@pytest.mark.parametrize("writer", ["duckdb", "spark", "inlined"])
 def test_answers_equal_duckdb_for_every_type(spark, engine, lake, duck, writer):  # noqa: ANN001
+    """``inlined``: the last quarter of the rows is inlined in the catalog (never skipped)
+    beside three files, and some rows of the files are deleted."""
     duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
     columns = ", ".join(f"{name} {kind}" for name, kind, _, _ in TYPED)
     values = ", ".join(expr for _, _, expr, _ in TYPED)
     duck.execute(f"CREATE TABLE lake.src(i INT, {columns})")
     for start in range(0, 1000, 250):  # four files of ascending values
+        if writer == "inlined" and start == 750:
+            duck.execute("CALL lake.set_option('data_inlining_row_limit', 1000)")
         duck.execute(f"INSERT INTO lake.src SELECT i, {values} FROM range({start}, "
                      f"{start + 250}) r(i)")
+    if writer == "inlined":
+        duck.execute("DELETE FROM lake.src WHERE i % 97 = 3 OR i BETWEEN 990 AND 995")
+        assert lake.table("main.src").state().inlined, "the last rows should be inlined"
     if writer == "spark":
         lake.create_table("main.typed", lake.table("main.src").read().repartition(4, "i")
                           .sortWithinPartitions("i"))
-    table = "src" if writer == "duckdb" else "typed"
+    table = "typed" if writer == "spark" else "src"
     for _name, _, _, predicates in TYPED:
         for predicate in predicates:
             ours = sorted(rows(engine, f"select * from main.{table} where {predicate}"))
@@ -223,9 +230,12 @@ def test_partition_transforms_skip_and_stay_right(spark, engine, lake, duck, spe
     duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
     duck.execute("CREATE TABLE lake.p(id INT, ts TIMESTAMP, d DATE, region VARCHAR)")
     duck.execute(f"ALTER TABLE lake.p SET PARTITIONED BY ({spec})")
-    duck.execute("""INSERT INTO lake.p SELECT i, TIMESTAMP '2023-11-28' + i * INTERVAL 7 HOUR,
+    rows_of = """SELECT i, TIMESTAMP '2023-11-28' + i * INTERVAL 7 HOUR,
                     DATE '2023-12-30' + (i // 10)::INT, CASE WHEN i % 3 = 0 THEN NULL
-                    ELSE 'r' || (i % 3)::VARCHAR END FROM range(200) r(i)""")
+                    ELSE 'r' || (i % 3)::VARCHAR END FROM range({}, {}) r(i)"""
+    duck.execute("INSERT INTO lake.p " + rows_of.format(0, 180))
+    duck.execute("CALL lake.set_option('data_inlining_row_limit', 100)")
+    duck.execute("INSERT INTO lake.p " + rows_of.format(180, 200))  # inlined, unpartitioned
     predicates = [
         "ts >= timestamp_ntz'2024-01-01 00:00:00'", "ts < timestamp_ntz'2023-12-01 00:00:00'",
         "ts = timestamp_ntz'2023-12-05 03:00:00'", "d = date'2024-01-02'",
