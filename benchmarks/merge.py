@@ -7,7 +7,7 @@ rewriting and for file pruning; ``--changes recent`` updates the newest rows, as
 corrections to recent facts do (results in ``merge-recent.json``). Systems, each on a fresh
 copy of the target in one lake:
 
-- ``ours-merge``: ``merge_into`` (what ``MERGE INTO`` and dbt's ``merge`` strategy run):
+- ``ours-merge``: ``LakeTable.merge`` (what ``MERGE INTO`` and dbt's ``merge`` strategy run):
   positional deletes of the matched rows plus the new row versions, one snapshot;
 - ``ours-rebuild``: the full rebuild dbt's ``table`` materialization would do, ``CREATE OR
   REPLACE`` of the merged result (target minus matched rows, plus the source) with
@@ -77,7 +77,7 @@ def last_snapshot(spec: C.LakeSpec) -> int:
 
 def run(args: argparse.Namespace, results: C.Results, lake, spec: C.LakeSpec,  # noqa: ANN001
         system: str, rep: int, target, expected: int) -> None:  # noqa: ANN001
-    from dbt.adapters.ducklake.merge import MergeClause, merge_into
+    from dbt.adapters.ducklake.spark.merge import MergeClause
 
     name = f"tgt_{system.replace('-', '_')}_{rep + 1}"
     table = lake.create_table(f"main.{name}", target)
@@ -85,9 +85,9 @@ def run(args: argparse.Namespace, results: C.Results, lake, spec: C.LakeSpec,  #
     before = last_snapshot(spec)
     if system == "ours-merge":
         with C.Timer() as t:
-            merge_into(table, lake.table("main.src").read(), "t.id = s.id",
-                       [MergeClause("matched", "update_star"),
-                        MergeClause("not_matched", "insert_star")], "t", "s")
+            table.merge(lake.table("main.src").read(), "t.id = s.id",
+                        [MergeClause("matched", "update_star"),
+                         MergeClause("not_matched", "insert_star")], "t", "s")
     elif system == "ours-rebuild":
         with C.Timer() as t:
             source = lake.table("main.src").read()

@@ -14,7 +14,7 @@ from oracle import assert_same, rows, spark_rows
 
 from dbt.adapters.ducklake.lake import CommitConflictError
 from dbt.adapters.ducklake.lake.commit import Transaction
-from dbt.adapters.ducklake.spark import LakeTable, SparkLake
+from dbt.adapters.ducklake.spark import dml
 
 pytestmark = pytest.mark.spark
 
@@ -22,14 +22,14 @@ TESTS = os.path.dirname(os.path.dirname(__file__))
 
 def before_commit(monkeypatch, lake, action):  # noqa: ANN001, ANN201
     """Run ``action`` (another writer) after our statement is planned, before it commits."""
-    original = SparkLake.commit
+    original = dml.commit
 
-    def commit(self, tx, info=None):  # noqa: ANN001, ANN202
+    def commit(tx, info):  # noqa: ANN001, ANN202
         action()
-        monkeypatch.setattr(SparkLake, "commit", original)
-        return original(self, tx, info)
+        monkeypatch.setattr(dml, "commit", original)
+        return original(tx, info)
 
-    monkeypatch.setattr(SparkLake, "commit", commit)
+    monkeypatch.setattr(dml, "commit", commit)
 
 
 def test_concurrent_inserts_all_land(spark, lake, lake_target):  # noqa: ANN001
@@ -94,14 +94,14 @@ def replans(monkeypatch) -> list[tuple[int, int]]:  # noqa: ANN001
 def during_first_replan(monkeypatch, action) -> None:  # noqa: ANN001
     """Run ``action`` (another writer) while the statement plans the rows inserted meanwhile
     for the first time, so that the commit has to plan again while it holds the lake."""
-    original = LakeTable.inserted
+    original = dml.Target.inserted
 
     def inserted(self, since, until):  # noqa: ANN001, ANN202
-        monkeypatch.setattr(LakeTable, "inserted", original)
+        monkeypatch.setattr(dml.Target, "inserted", original)
         action()
         return original(self, since, until)
 
-    monkeypatch.setattr(LakeTable, "inserted", inserted)
+    monkeypatch.setattr(dml.Target, "inserted", inserted)
 
 
 def test_our_delete_racing_duckdb_inserts_deletes_their_matching_rows(  # noqa: ANN001
@@ -160,7 +160,7 @@ def test_overwrite_racing_a_duckdb_insert_replaces_their_rows_too(  # noqa: ANN0
 
 
 def test_merge_racing_duckdb_inserts(spark, lake, lake_target, monkeypatch):  # noqa: ANN001
-    from dbt.adapters.ducklake.merge import MergeClause, merge_into
+    from dbt.adapters.ducklake.spark.merge import MergeClause
 
     table = lake.create_table("main.t", spark.range(10).selectExpr("id", "id * 2 AS v"))
     duck = duckdb_connect()
@@ -169,13 +169,13 @@ def test_merge_racing_duckdb_inserts(spark, lake, lake_target, monkeypatch):  # 
     upsert = [MergeClause("matched", "update_star"), MergeClause("not_matched", "insert_star")]
     # their rows the source does not match change nothing: the upsert lands
     before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (500, 5)"))
-    result = merge_into(table, source.union(spark.createDataFrame([(20, 20)], "id long, v long")),
+    result = table.merge(source.union(spark.createDataFrame([(20, 20)], "id long, v long")),
                         "t.id = s.id", upsert, "t", "s")
     assert (result.updated, result.inserted) == (4, 1)
     # a matched-only MERGE updates their matching rows too; deletes by source apply to them
     before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (2, 7), "
                                                           "(600, 6)"))
-    result = merge_into(table, source.selectExpr("id", "2000 AS v"), "t.id = s.id",
+    result = table.merge(source.selectExpr("id", "2000 AS v"), "t.id = s.id",
                         [MergeClause("matched", "update_star"),
                          MergeClause("not_matched_by_source", "delete", "t.id >= 500")],
                         "t", "s")
@@ -189,7 +189,7 @@ def test_merge_racing_duckdb_inserts(spark, lake, lake_target, monkeypatch):  # 
     before_commit(monkeypatch, lake, lambda: duck.execute("INSERT INTO lake.t VALUES (30, 3)"))
     with pytest.raises(CommitConflictError, match="inserted rows into main.t that the MERGE's "
                                                   "source matches"):
-        merge_into(table, spark.createDataFrame([(1, 1), (30, 30)], "id long, v long"),
+        table.merge(spark.createDataFrame([(1, 1), (30, 30)], "id long, v long"),
                    "t.id = s.id", upsert, "t", "s")
     assert sorted(os.listdir(os.path.join(lake_target.data_path, "main", "t"))) == \
         sorted(files_before)
@@ -202,7 +202,7 @@ def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_tar
                                                           monkeypatch):
     """A DuckDB process inserts every 50 ms while we DELETE, UPDATE and MERGE: each statement
     lands (none gives up after its retries) and no row of theirs is lost."""
-    from dbt.adapters.ducklake.merge import MergeClause, merge_into
+    from dbt.adapters.ducklake.spark.merge import MergeClause
 
     table = lake.create_table("main.t", spark.range(300).selectExpr("id", "'ours' AS src"))
     stop = os.path.join(lake_target.data_path, "stop")
@@ -231,7 +231,7 @@ def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_tar
         for k in range(3):
             assert table.delete(f"src = 'ours' AND id % 10 = {k}") is not None
         assert table.update({"src": "'ours2'"}, "src = 'ours' AND id < 100") is not None
-        merge_into(table, spark.range(290, 310).selectExpr("id", "'merged' AS src"),
+        table.merge(spark.range(290, 310).selectExpr("id", "'merged' AS src"),
                    "t.id = s.id", [MergeClause("matched", "update_star")], "t", "s")
     finally:
         open(stop, "w").close()

@@ -317,6 +317,7 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     from dbt.adapters.ducklake.lake.commit import TableRef, Transaction
     from dbt.adapters.ducklake.lake.files import list_files
     from dbt.adapters.ducklake.lake.inlined_data import can_inline
+    from dbt.adapters.ducklake.spark.dml import stage_insert
 
     build_history(spark, lake)
     lake.merge_adjacent_files()
@@ -328,12 +329,10 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     t = lake.table("t")
     state = t.state(contents=False)
     pending = Transaction(lake.lake, lake.lake.snapshot(version=state.snapshot_id))
-    lake._stage_insert(pending, TableRef(state.table.table_id),  # noqa: SLF001
-                       spark.sql("SELECT id, id AS v, 'p' AS tag, 'p' AS extra "
-                                 "FROM range(700, 720)"),
-                       state.table_dir, state.columns, state.schema.schema_id,
-                       state.table.table_id,
-                       inline_ok=can_inline(state.columns, lake.lake.dialect))
+    stage_insert(spark, lake.lake, pending, TableRef(state.table.table_id),
+                 spark.sql("SELECT id, id AS v, 'p' AS tag, 'p' AS extra FROM range(700, 720)"),
+                 state.table_dir, state.columns, state.schema.schema_id, state.table.table_id,
+                 inline_ok=can_inline(state.columns, lake.lake.dialect))
     pending_files = list(pending.files_written)
     assert pending_files and all(os.path.exists(p) for p in pending_files)
     # an old orphan: a Parquet file nobody references, last written three days ago

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from oracle import assert_same, duck_rows
 
-from dbt.adapters.ducklake import merge
 from dbt.adapters.ducklake.lake import SchemaMismatchError
+from dbt.adapters.ducklake.spark import merge
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.views import ViewRegistry
 

@@ -35,7 +35,7 @@ from conftest import duckdb_connect
 from oracle import duck_rows, spark_rows
 from reliability.support import REPO, child_env, leftovers
 
-from dbt.adapters.ducklake.spark import SparkLake
+from dbt.adapters.ducklake.spark import SparkLake, dml
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.postgres]
 
@@ -201,14 +201,14 @@ class Reader:
 
 def before_commit(monkeypatch, action) -> None:  # noqa: ANN001
     """Run ``action`` (another writer) after our statement is planned, before it commits."""
-    original = SparkLake.commit
+    original = dml.commit
 
-    def commit(self, tx, info=None):  # noqa: ANN001, ANN202
-        monkeypatch.setattr(SparkLake, "commit", original)
+    def commit(tx, info):  # noqa: ANN001, ANN202
+        monkeypatch.setattr(dml, "commit", original)
         action()
-        return original(self, tx, info)
+        return original(tx, info)
 
-    monkeypatch.setattr(SparkLake, "commit", commit)
+    monkeypatch.setattr(dml, "commit", commit)
 
 
 def ours_delete(lake: SparkLake, table, k: int) -> int:  # noqa: ANN001

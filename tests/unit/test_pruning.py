@@ -5,7 +5,7 @@ from __future__ import annotations
 from dbt.adapters.ducklake.lake.models import DataFile
 from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable
 from dbt.adapters.ducklake.lake.types import LakeType
-from dbt.adapters.ducklake.merge import equi_keys
+from dbt.adapters.ducklake.spark.merge import equi_keys
 
 parse_type = LakeType.parse
 

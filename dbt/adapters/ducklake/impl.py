@@ -21,6 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .column import DuckLakeColumn
 from .connections import DuckLakeConnectionManager, Runtime
+from .lake import inlined_data
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation
 from .spark.types import spark_type
@@ -360,7 +361,7 @@ class DuckLakeAdapter(SQLAdapter):
             for table in lake.tables(None, None, conn):
                 if table.schema_name.lower() not in wanted:
                     continue
-                stats = lake.live_size(table.table_id, conn)
+                stats = inlined_data.live_size(lake, table.table_id, conn)
                 comment = lake.comment(table.table_id, conn)
                 col_comments = lake.column_comments(table.table_id, conn)
                 for i, col in enumerate(lake.columns(table.table_id, None, conn)):

@@ -531,29 +531,6 @@ class Lake:
             ).all()
         return [(r[0], r[1]) for r in rows]
 
-    def live_size(self, table_id: int, conn: Connection, at: int | None = None) -> tuple[int, int]:
-        """(rows, bytes) of a table at a snapshot: live files minus deletes plus inlined rows.
-
-        ``ducklake_table_stats.record_count`` only ever grows, so it is no row count.
-        """
-        s = self._at(at, conn)
-        files = self.data_files(table_id, s, conn)
-        live = {f.data_file_id for f in files}
-        rows = sum(f.record_count for f in files)
-        size = sum(f.file_size_bytes for f in files)
-        rows -= sum(d.delete_count for fid, d in self.delete_files(table_id, s, conn).items()
-                    if fid in live)
-        from . import inlined_data
-
-        for fid, entries in inlined_data.read_file_deletes(self, conn, table_id, s).items():
-            if fid in live:
-                rows -= len(entries)
-        for table in self.inlined_data_tables(table_id, conn):
-            rows += int(conn.execute(
-                text(f"SELECT COUNT(*) FROM {self.t(table.table_name)} WHERE {visible()}"),
-                {"s": s}).scalar() or 0)
-        return rows, size
-
     def comment(self, object_id: int, conn: Connection, at: int | None = None) -> str | None:
         row = conn.execute(
             text(f"SELECT value FROM {self.t('ducklake_tag')} WHERE object_id = :o AND "

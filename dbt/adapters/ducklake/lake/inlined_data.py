@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqlalchemy import Connection, text
 
 from . import stats as lake_stats
+from .catalog import Lake, visible
 from .commit import CommitContext, quote_name
 from .inlined_values import encode_inlined, inlined_column_type, inlined_decoder
 from .models import ColumnInfo, FileColumnStats, InlinedDataTable
-
-if TYPE_CHECKING:
-    from .catalog import Lake
 
 RESERVED_COLUMN_NAMES = frozenset(
     {"row_id", "begin_snapshot", "end_snapshot", "_ducklake_internal_row_id",
@@ -280,3 +278,27 @@ def read_file_deletes(
     for fid, pos, sid in rows:
         out.setdefault(int(fid), []).append((int(pos), int(sid)))
     return out
+
+
+def live_size(lake: Lake, table_id: int, conn: Connection,
+              at: int | None = None) -> tuple[int, int]:
+    """(rows, bytes) of a table at a snapshot (latest by default): live files minus their
+    deletes (delete files and inlined deletes) plus live inlined rows.
+
+    ``ducklake_table_stats.record_count`` only ever grows, so it is no row count.
+    """
+    s = lake.latest_snapshot(conn).snapshot_id if at is None else at
+    files = lake.data_files(table_id, s, conn)
+    live = {f.data_file_id for f in files}
+    rows = sum(f.record_count for f in files)
+    size = sum(f.file_size_bytes for f in files)
+    rows -= sum(d.delete_count for fid, d in lake.delete_files(table_id, s, conn).items()
+                if fid in live)
+    for fid, entries in read_file_deletes(lake, conn, table_id, s).items():
+        if fid in live:
+            rows -= len(entries)
+    for table in lake.inlined_data_tables(table_id, conn):
+        rows += int(conn.execute(
+            text(f"SELECT COUNT(*) FROM {lake.t(table.table_name)} WHERE {visible()}"),
+            {"s": s}).scalar() or 0)
+    return rows, size

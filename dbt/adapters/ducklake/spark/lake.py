@@ -14,26 +14,23 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..lake import cleanup as lake_cleanup
-from ..lake import data_files, delete_files, tables
 from ..lake import expiry as lake_expiry
 from ..lake import options as lake_options
+from ..lake import tables
 from ..lake.catalog import Lake
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
 from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
-from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.expiry import ExpireResult
 from ..lake.inlined_data import can_inline
@@ -53,23 +50,16 @@ from ..lake.types import LakeType, is_promotion
 from . import changes as spark_changes
 from . import checkpoint as spark_checkpoint
 from . import compaction as spark_compaction
+from . import dml
 from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
-from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
+from .dml import CommitInfo
+from .merge import MergeClause, MergeResult, merge_into
+from .read import TableState, load_state
 from .read import read as read_table
-from .types import column_specs, spark_type, table_schema
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """Who and why, stored with the snapshot (``author``, ``commit_message``, extra JSON)."""
-
-    author: str | None = None
-    message: str | None = None
-    extra_info: str | dict[str, Any] | None = None
-
+from .types import column_specs, table_schema
 
 TableName = str | tuple[str, str]
 # A partition spec: keys such as ["region", "year(ts)", "bucket(4, id)"] or one string.
@@ -135,8 +125,7 @@ class SparkLake:
         return LakeTable(self, *split_name(name)).read(version=version, timestamp=timestamp)
 
     def commit(self, tx: Transaction, info: CommitInfo | None = None) -> Snapshot:
-        info = info or self.commit_info
-        return tx.commit(info.author, info.message, info.extra_info)
+        return dml.commit(tx, info or self.commit_info)
 
     def create_schema(self, name: str, if_not_exists: bool = False,
                       info: CommitInfo | None = None) -> Snapshot | None:
@@ -186,9 +175,10 @@ class SparkLake:
         if df is not None:
             schema = self.lake.schema(schema_name)
             table_dir = (self.lake.schema_dir(schema) + dir_name(table_name, table_uuid) + "/")
-            self._stage_insert(tx, ref, df, table_dir, columns, schema.schema_id, None,
-                               inline_ok=can_inline(columns, self.lake.dialect),
-                               partition_keys=keys)
+            dml.stage_insert(self.spark, self.lake, tx, ref, df, table_dir, columns,
+                             schema.schema_id, None,
+                             inline_ok=can_inline(columns, self.lake.dialect),
+                             partition_keys=keys)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
 
@@ -269,70 +259,6 @@ class SparkLake:
         """Every option set on the lake, with its scope."""
         return lake_options.list_options(self.lake)
 
-    # ------------------------------------------------------------------ writing
-    def _stage_insert(
-        self, tx: Transaction, ref: TableRef, df: DataFrame | pa.Table, table_dir: str,
-        columns: list[ColumnInfo], schema_id: int, table_id: int | None,
-        inline_ok: bool, replace: bool = False, row_ids: bool = False,
-        inlined_row_ids: list[int] | None = None,
-        partition_keys: Sequence[PartitionKey] | None = None,
-    ) -> int:
-        """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
-
-        Files follow ``partition_keys``, by default the table's live partition spec (the
-        commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
-        """
-        with self.lake.read() as conn:
-            limit = self.lake.inlining_row_limit(conn, schema_id, table_id)
-        rows: pa.Table | None = None
-        new_files: list[data_files.NewDataFile] = []
-        if isinstance(df, pa.Table):
-            if inline_ok and limit > 0 and df.num_rows <= limit:
-                # Driver-side rows within the limit: inlined without a Spark job (and without
-                # the catalog reads only a file write needs: a streaming commit is latency).
-                rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
-                spark_write.check_not_null(rows, columns)
-            else:
-                df = self.spark.createDataFrame(df, schema=from_arrow_schema(
-                    df.schema, prefer_timestamp_ntz=True))
-        if rows is None:
-            with self.lake.read() as conn:
-                compression = lake_options.parquet_compression(self.lake, conn, schema_id,
-                                                               table_id)
-                if partition_keys is None:
-                    partition_keys = ()
-                    if table_id is not None:
-                        spec = self.lake.partition_spec(
-                            table_id, self.lake.latest_snapshot(conn).snapshot_id, conn)
-                        if spec is not None:
-                            partition_keys = keys_of_spec(spec, columns)
-            conformed = spark_write.conform(df, columns, row_ids=row_ids)
-            if inline_ok and limit > 0 and df.isLocal():
-                local = spark_write.local_rows(conformed)
-                if local.num_rows <= limit:
-                    spark_write.check_not_null(local, columns)
-                    rows = local
-        if rows is None:
-            assert partition_keys is not None  # resolved in the block above, as rows was None
-            staged = spark_write.stage(self.spark, conformed, table_dir, columns, row_ids,
-                                       partition_keys, compression=compression)
-            if inline_ok and limit > 0 and staged.row_count <= limit:
-                rows = staged.read_rows()
-                staged.discard()
-            else:
-                new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
-                tx.files_written.extend(paths)
-        inlined: list[dict[str, Any]] = []
-        ids = inlined_row_ids
-        if rows is not None and rows.num_rows:
-            inlined = rows.to_pylist()
-            if row_ids:
-                ids = [r.pop(ROW_ID_COLUMN) for r in inlined]
-        if replace:
-            data_files.replace(tx, ref, new_files, inlined)
-        else:
-            data_files.insert(tx, ref, new_files, inlined, ids)
-        return len(inlined) + sum(f.record_count for f in new_files)
 
 
 def provisional_columns(specs: list[ColumnSpec], first_id: int = 1) -> list[ColumnInfo]:
@@ -403,7 +329,7 @@ class LakeTable:
         if [(k.column.column_id, k.transform_text) for k in keys] == \
                 [(k.column.column_id, k.transform_text) for k in current]:
             return None
-        tx = self._tx(state)
+        tx = self._target().transaction(state)
         set_partitioning(tx, TableRef(state.table.table_id), partition_by)
         return self._lake.commit(tx, info)
 
@@ -412,7 +338,7 @@ class LakeTable:
         state = self.state(contents=False)
         if not self.partition_keys(state.snapshot_id):
             return None
-        tx = self._tx(state)
+        tx = self._target().transaction(state)
         reset_partitioning(tx, TableRef(state.table.table_id))
         return self._lake.commit(tx, info)
 
@@ -477,18 +403,17 @@ class LakeTable:
         return spark_changes.load_sources(self._lake.lake, self.schema_name, self.table_name,
                                           start, end)
 
-    def _tx(self, state: TableState) -> Transaction:
-        base = self._lake.lake.snapshot(version=state.snapshot_id)
-        return Transaction(self._lake.lake, base)
+    def _target(self) -> dml.Target:
+        return dml.Target(self._lake.spark, self._lake.lake, self.schema_name, self.table_name,
+                          self._lake.commit_info)
 
     def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what
         a statement planned at ``since`` must still apply itself to when it commits later
         (``Transaction.replanner``)."""
-        state = load_state(self._lake.lake, self.schema_name, self.table_name,
-                           until.snapshot_id)
-        return scan_inserted(self._lake.spark, state, since.snapshot_id)
+        return self._target().inserted(since, until)
 
+    # ------------------------------------------------------------------ writing
     def append(self, df: DataFrame | pa.Table, info: CommitInfo | None = None
                ) -> Snapshot | None:
         """INSERT the rows of ``df`` (columns matched by name).
@@ -497,27 +422,11 @@ class LakeTable:
         the inlining limit it is inlined without a Spark job; larger ones are written by
         Spark like a DataFrame.
         """
-        state = self.state(contents=False)
-        tx = self._tx(state)
-        rows = self._lake._stage_insert(
-            tx, TableRef(state.table.table_id), df, state.table_dir, state.columns,
-            state.schema.schema_id, state.table.table_id,
-            inline_ok=can_inline(state.columns, self._lake.lake.dialect))
-        if rows == 0:
-            return None
-        return self._lake.commit(tx, info)
+        return dml.append(self._target(), df, info)
 
     def overwrite(self, df: DataFrame | pa.Table, info: CommitInfo | None = None) -> Snapshot:
         """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
-        state = self.state()
-        tx = self._tx(state)
-        self._lake._stage_insert(
-            tx, TableRef(state.table.table_id), df, state.table_dir, state.columns,
-            state.schema.schema_id, state.table.table_id,
-            inline_ok=can_inline(state.columns, self._lake.lake.dialect), replace=True)
-        tx.touch_data_files([f.data_file_id for f in state.data_files])
-        tx.replanner = _replaced_anyway
-        return self._lake.commit(tx, info)
+        return dml.overwrite(self._target(), df, info)
 
     def replace(self, df: DataFrame, info: CommitInfo | None = None,
                 evolve: bool = True, not_null: Iterable[str] = (),
@@ -571,7 +480,8 @@ class LakeTable:
             raise SchemaMismatchError(
                 f"{self.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
                 "new data no longer has; pass partition_by to change the spec")
-        tx = self._tx(state)
+        target = self._target()
+        tx = target.transaction(state)
         ref = TableRef(state.table.table_id)
         columns = state.columns
         if add or drop or retype or nullability:
@@ -592,21 +502,17 @@ class LakeTable:
                 set_partitioning(tx, ref, wanted_spec)
             else:
                 reset_partitioning(tx, ref)
-        self._lake._stage_insert(
-            tx, ref, df, state.table_dir, columns, state.schema.schema_id,
-            state.table.table_id, inline_ok=can_inline(columns, self._lake.lake.dialect),
-            replace=True, partition_keys=keys)
+        target.stage(tx, state, df, columns, replace=True, partition_keys=keys)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
-        tx.replanner = _replaced_anyway
-        return self._lake.commit(tx, info), None
+        tx.replanner = dml.replaced_anyway
+        return target.commit(tx, info), None
 
     def replace_where(self, df: DataFrame, where: str | Column,
                       info: CommitInfo | None = None) -> Snapshot | None:
         """``INSERT INTO t REPLACE WHERE pred``: delete the rows matching ``where`` and insert
         ``df``, in one snapshot (Delta's ``replaceWhere``). Microbatch models use it to replace
         one batch's time window atomically."""
-        test = where if isinstance(where, Column) else F.expr(where)
-        return self._replace_rows(df, lambda target, _source: target.where(test), info)
+        return dml.replace_rows(self._target(), df, dml.where_doomed(where), info)
 
     def replace_on(self, df: DataFrame, on: str | Column, target_alias: str | None = None,
                    source_alias: str | None = None,
@@ -618,22 +524,9 @@ class LakeTable:
         The source's columns are reachable only through ``source_alias`` (``s.id``), so an
         unqualified column in ``on`` is the table's, as in the WHERE of a DELETE.
         """
-        test = on if isinstance(on, Column) else F.expr(on)
-        t_alias = target_alias or self.table_name
-        s_alias = source_alias or "__ducklake_source"
-
-        def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
-            if s_alias.lower() in {c.lower() for c in target.columns}:
-                # A table column named like the alias would make ``s.x`` ambiguous with the
-                # struct; join the plain relation instead (unqualified names must then be
-                # unambiguous).
-                return target.alias(t_alias).join(source.alias(s_alias), on=test,
-                                                  how="left_semi")
-            packed = source.select(
-                F.struct(*[F.col(f"`{c}`") for c in source.columns]).alias(s_alias))
-            return target.alias(t_alias).join(packed, on=test, how="left_semi")
-
-        return self._replace_rows(df, doomed, info, cache_source=True)
+        doomed = dml.on_doomed(on, target_alias or self.table_name,
+                               source_alias or "__ducklake_source")
+        return dml.replace_rows(self._target(), df, doomed, info, cache_source=True)
 
     def replace_using(self, df: DataFrame, keys: Iterable[str | Column],
                       info: CommitInfo | None = None) -> Snapshot | None:
@@ -641,49 +534,8 @@ class LakeTable:
         ``df``, then insert ``df``, in one snapshot. Keys are column names or expressions over
         the table's columns (``F.year("ts")``), compared NULL-safely, so replacing the
         partitions present in ``df`` is this with the partition key expressions."""
-        exprs = [F.col(k) if isinstance(k, str) else k for k in keys]
-        if not exprs:
-            raise InvalidArgumentError("REPLACE USING needs at least one key column")
-        names = [f"__ducklake_key_{i}" for i in range(len(exprs))]
-
-        def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
-            t = target.select("*", *[e.alias(n) for e, n in zip(exprs, names)])
-            s = source.select(*[e.alias(n) for e, n in zip(exprs, names)]).distinct()
-            cond = [t[n].eqNullSafe(s[n]) for n in names]
-            return t.join(s, on=cond, how="left_semi")
-
-        return self._replace_rows(df, doomed, info, cache_source=True)
-
-    def _replace_rows(self, df: DataFrame,
-                      doomed: Callable[[DataFrame, DataFrame], DataFrame],
-                      info: CommitInfo | None, cache_source: bool = False) -> Snapshot | None:
-        """Delete the rows ``doomed(target, df)`` selects and insert ``df``: one snapshot.
-
-        Both halves are computed against the same table state, so a source that reads the
-        table itself (``{{ this }}`` in an incremental model) sees the rows as they were
-        before the statement, and nothing is visible until both halves commit together.
-        """
-        state = self.state()
-        source = df.cache() if cache_source else df
-        try:
-            target = scan(self._lake.spark, state, metadata=True)
-            positions, inlined = locations(doomed(target, source))
-            tx = self._tx(state)
-            ref = TableRef(state.table.table_id)
-            if positions or inlined:
-                delete_files.delete(tx, ref, positions, inlined)
-            tx.replanner = lambda since, until: delete_files.delete(
-                tx, ref, *locations(doomed(self.inserted(since, until), source)))
-            rows = self._lake._stage_insert(
-                tx, ref, source, state.table_dir, state.columns, state.schema.schema_id,
-                state.table.table_id,
-                inline_ok=can_inline(state.columns, self._lake.lake.dialect))
-            if rows == 0 and not positions and not inlined:
-                return None
-            return self._lake.commit(tx, info)
-        finally:
-            if cache_source:
-                source.unpersist()
+        return dml.replace_rows(self._target(), df, dml.using_doomed(keys), info,
+                                cache_source=True)
 
     def delete(self, where: str | Column | None = None,
                info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
@@ -691,17 +543,7 @@ class LakeTable:
 
         Rows another writer inserts meanwhile are deleted too when they match: the commit
         lands on the newer snapshot (``Transaction.replanner``) instead of failing."""
-        state = self.state()
-        positions, inlined = locations(_matching(scan(self._lake.spark, state, metadata=True),
-                                                 where, alias))
-        if not positions and not inlined:
-            return None
-        tx = self._tx(state)
-        ref = TableRef(state.table.table_id)
-        delete_files.delete(tx, ref, positions, inlined)
-        tx.replanner = lambda since, until: delete_files.delete(
-            tx, ref, *locations(_matching(self.inserted(since, until), where, alias)))
-        return self._lake.commit(tx, info)
+        return dml.delete(self._target(), where, info, alias)
 
     def update(self, set: Mapping[str, str | Column], where: str | Column | None = None,
                info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
@@ -709,82 +551,15 @@ class LakeTable:
 
         Rows another writer inserts meanwhile are updated too when they match (see
         :meth:`delete`)."""
-        state = self.state()
-        names = {c.column_name.lower(): c.column_name for c in state.columns}
-        unknown = [k for k in set if k.lower() not in names]
-        if unknown:
-            raise SchemaMismatchError(
-                f"cannot update unknown column(s) {', '.join(unknown)}; the table has "
-                + ", ".join(c.column_name for c in state.columns))
-        exprs = {names[k.lower()]: (v if isinstance(v, Column) else F.expr(v))
-                 for k, v in set.items()}
-        tx = self._tx(state)
-        ref = TableRef(state.table.table_id)
+        return dml.update(self._target(), set, where, info, alias)
 
-        def stage(target: DataFrame) -> bool:
-            """Stage the update of the rows of ``target`` that match; ``False`` if none."""
-            df = _matching(target, where, alias).cache()
-            try:
-                positions, inlined = locations(df)
-                if not positions and not inlined:
-                    return False
-                # SET values are cast to the column types, as Spark's (ANSI) store
-                # assignment does: a value that does not fit fails the statement.
-                new = df.select(
-                    *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
-                       else F.col(f"`{c.column_name}`")).alias(c.column_name)
-                      for c in state.columns],
-                    F.col(ROW_ID).alias(ROW_ID_COLUMN))
-                delete_files.delete(tx, ref, positions, inlined)
-                self._lake._stage_insert(
-                    tx, ref, new, state.table_dir, state.columns, state.schema.schema_id,
-                    state.table.table_id,
-                    inline_ok=can_inline(state.columns, self._lake.lake.dialect),
-                    row_ids=True)
-                return True
-            finally:
-                df.unpersist()
-
-        if not stage(scan(self._lake.spark, state, metadata=True)):
-            return None
-
-        def replan(since: Snapshot, until: Snapshot) -> None:
-            stage(self.inserted(since, until))
-
-        tx.replanner = replan
-        return self._lake.commit(tx, info)
-
-
-def _replaced_anyway(since: Snapshot, until: Snapshot) -> None:
-    """Nothing to plan for rows inserted meanwhile: replacing a table's contents ends every
-    data file and inlined row live when it commits (``data_files.end_all``)."""
-
-
-def _matching(df: DataFrame, where: str | Column | None, alias: str | None) -> DataFrame:
-    """The rows of a metadata scan a DELETE or UPDATE applies to."""
-    if alias:
-        df = df.alias(alias)
-    if where is not None:
-        df = df.where(where if isinstance(where, Column) else F.expr(where))
-    return df
-
-
-def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
-    """Data file positions and inlined row ids of the rows of a metadata scan."""
-    return arrow_locations(df.select(FILE_ID, POSITION, ROW_ID).toArrow())
-
-
-def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
-    """Data file positions and inlined row ids from (file id, position, row id) columns."""
-    positions: dict[int, list[int]] = {}
-    inlined: list[int] = []
-    for fid, pos, rid in zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
-                             table.column(2).to_pylist()):
-        if fid is None:
-            inlined.append(rid)
-        else:
-            positions.setdefault(fid, []).append(pos)
-    return positions, inlined
+    def merge(self, source: DataFrame, on: str, clauses: Sequence[MergeClause],
+              target_alias: str, source_alias: str,
+              info: CommitInfo | None = None) -> MergeResult:
+        """``MERGE INTO this AS target_alias USING source AS source_alias ON on`` with the
+        ``WHEN`` clauses in order, in one snapshot (see :mod:`.merge`)."""
+        return merge_into(self._target(), source, on, clauses, target_alias, source_alias,
+                          info)
 
 
 def _spec_signature(spec: ColumnSpec) -> tuple:

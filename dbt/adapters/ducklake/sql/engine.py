@@ -456,7 +456,7 @@ class Engine:
         return StatementResult("TRUNCATE", snapshot=snapshot)
 
     def _on_MergeIntoTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
-        from ..merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause, merge_into
+        from ..spark.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause
 
         name, target_alias = self._target(plan.targetTable())
         source_plan = plan.sourceTable()
@@ -487,8 +487,8 @@ class Engine:
                                            if condition.isDefined() else None, sets))
         table = self._table(name)
         on = _text(plan.mergeCondition(), sql)
-        result = self.registry.run_with_views(lambda: merge_into(
-            table, source, on, clauses, target_alias or name.name, source_alias,
+        result = self.registry.run_with_views(lambda: table.merge(
+            source, on, clauses, target_alias or name.name, source_alias,
             info=self.commit_info("MERGE")))
         self.registry.invalidate()
         return StatementResult("MERGE", snapshot=result.snapshot,

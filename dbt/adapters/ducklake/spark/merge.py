@@ -24,16 +24,17 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from .lake import delete_files, pruning
-from .lake.commit import TableRef
-from .lake.delete_files import ROW_ID_COLUMN
-from .lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismatchError
-from .lake.inlined_data import can_inline
-from .lake.models import ColumnInfo, Snapshot
-from .lake.stats import encode_value
-from .spark import skipping
-from .spark.lake import CommitInfo, LakeTable, arrow_locations
-from .spark.read import FILE_ID, POSITION, ROW_ID, TableState, scan
+from ..lake import delete_files, pruning
+from ..lake.commit import TableRef
+from ..lake.delete_files import ROW_ID_COLUMN
+from ..lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismatchError
+from ..lake.inlined_data import can_inline
+from ..lake.models import ColumnInfo, Snapshot
+from ..lake.stats import encode_value
+from . import skipping
+from .dml import CommitInfo, Target, arrow_locations
+from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
+from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -64,7 +65,7 @@ def _q(name: str) -> str:
 
 
 def merge_into(
-    table: LakeTable,
+    table: Target,
     source: DataFrame,
     on: str,
     clauses: Sequence[MergeClause],
@@ -77,7 +78,6 @@ def merge_into(
         if clause.action not in ACTIONS:
             raise InvalidArgumentError(
                 f"unknown MERGE action {clause.action!r}; accepted: {', '.join(ACTIONS)}")
-    lake = table._lake  # noqa: SLF001 - the table's own lake
     state = table.state()
     columns = state.columns
     by_lower = {c.column_name.lower(): c.column_name for c in columns}
@@ -105,15 +105,15 @@ def merge_into(
 
     try:
         if NOT_MATCHED_BY_SOURCE not in kinds:
-            pruned = _prune_by_source_keys(lake, state, src, on, t, s)
+            pruned = _prune_by_source_keys(table, state, src, on, t, s)
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
                 # as it would with rows: planning (no Spark job) analyses them.
-                plan(scan(lake.spark, state, metadata=True))
+                plan(scan(table.spark, state, metadata=True))
                 return MergeResult(None, 0, 0, 0)
             state = pruned
-        state = _skip_files(lake, state, plan)
-        frame = plan(scan(lake.spark, state, metadata=True)).persist(
+        state = _skip_files(table, state, plan)
+        frame = plan(scan(table.spark, state, metadata=True)).persist(
             StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
@@ -123,15 +123,15 @@ def merge_into(
             *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None
         inserts: DataFrame | pa.Table | None = frame.where(
             F.col(ACTION).isin(inserting)).select(*names) if inserting else None
-        inline_ok = can_inline(columns, lake.lake.dialect)
+        inline_ok = can_inline(columns, table.lake.dialect)
         # Most merges (a dbt snapshot, an incremental run) change a few rows: the outcome is
         # collected in the job that computes it, and rows that will be inlined are staged
         # from the driver, without a Spark job per kind of row.
         outcome = frame.limit(DRIVER_ROWS + 1).toArrow()
         if outcome.num_rows <= DRIVER_ROWS:
             positions, inlined = _arrow_touched(_rows_of(outcome, touching))
-            with lake.lake.read() as conn:
-                limit = lake.lake.inlining_row_limit(conn, state.schema.schema_id,
+            with table.lake.read() as conn:
+                limit = table.lake.inlining_row_limit(conn, state.schema.schema_id,
                                                      state.table.table_id)
             if updates is not None:
                 rows = _rows_of(outcome, updating).rename_columns(
@@ -146,7 +146,7 @@ def merge_into(
             positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
         if not positions and not inlined and inserts is None:
             return MergeResult(None, 0, 0, 0)
-        tx = table._tx(state)  # noqa: SLF001
+        tx = table.transaction(state)
         ref = TableRef(state.table.table_id)
         delete_files.delete(tx, ref, positions, inlined)
         counts = {"touched": sum(len(p) for p in positions.values()) + len(inlined),
@@ -154,9 +154,8 @@ def merge_into(
         for rows, row_ids in ((updates, True), (inserts, False)):
             if rows is None:
                 continue
-            counts["updated" if row_ids else "inserted"] += lake._stage_insert(  # noqa: SLF001
-                tx, ref, rows, state.table_dir, columns, state.schema.schema_id,
-                state.table.table_id, inline_ok=inline_ok, row_ids=row_ids)
+            counts["updated" if row_ids else "inserted"] += table.stage(
+                tx, state, rows, row_ids=row_ids)
         if tx.empty:
             return MergeResult(None, 0, 0, 0)
 
@@ -178,16 +177,14 @@ def merge_into(
                 counts["touched"] += sum(len(p) for p in new_positions.values()) + \
                     len(new_inlined)
                 if updating:
-                    counts["updated"] += lake._stage_insert(  # noqa: SLF001
-                        tx, ref, more.where(F.col(ACTION).isin(updating)).select(
-                            *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)),
-                        state.table_dir, columns, state.schema.schema_id,
-                        state.table.table_id, inline_ok=inline_ok, row_ids=True)
+                    counts["updated"] += table.stage(
+                        tx, state, more.where(F.col(ACTION).isin(updating)).select(
+                            *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)), row_ids=True)
             finally:
                 more.unpersist()
 
         tx.replanner = replan
-        snapshot = lake.commit(tx, info)
+        snapshot = table.commit(tx, info)
         return MergeResult(snapshot, counts["updated"], counts["touched"] - counts["updated"],
                            counts["inserted"])
     finally:
@@ -196,29 +193,29 @@ def merge_into(
         src.unpersist()
 
 
-def _skip_files(lake, state: TableState,  # noqa: ANN001
+def _skip_files(table: Target, state: TableState,
                 plan: Callable[[DataFrame], DataFrame]) -> TableState:
     """The table state without the data files the merge's own filters on the target rule out:
     the target-only conditions of the ON clause (dbt's ``incremental_predicates``), which Spark
     pushes onto the target scan, judged by partition values and statistics (:mod:`.spark.
     skipping`)."""
-    if not state.data_files or not skipping.worth_judging(lake.spark, state.data_files):
+    if not state.data_files or not skipping.worth_judging(table.spark, state.data_files):
         return state
     try:
-        probe = plan(scan(lake.spark, state, metadata=True, probe=True))
-        filters = [f for f in skipping.scan_filters(lake.spark, probe)
+        probe = plan(scan(table.spark, state, metadata=True, probe=True))
+        filters = [f for f in skipping.scan_filters(table.spark, probe)
                    if f.scan.table_id == state.table.table_id
                    and f.scan.snapshot_id == state.snapshot_id]
     except Exception:  # noqa: BLE001 - skipping is an optimisation; the merge plans again
         return state
-    skipped = skipping.judge(lake.lake, state, filters)
+    skipped = skipping.judge(table.lake, state, filters)
     log.debug("MERGE target " + skipping.Reading(
         f"{state.schema.schema_name}.{state.table.table_name}", state.snapshot_id,
         skipped).describe())
     return replace(state, data_files=skipped.kept)
 
 
-def _prune_by_source_keys(lake, state: TableState, src: DataFrame, on: str,  # noqa: ANN001
+def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
                           t: str, s: str) -> TableState | None:
     """The table state without the data files no source key can match (``None`` if the source
     is empty), from the source's key range and the files' min/max statistics.
@@ -234,12 +231,12 @@ def _prune_by_source_keys(lake, state: TableState, src: DataFrame, on: str,  # n
     for target_name, source_name in equi_keys(on, t, s):
         column = by_lower.get(target_name)
         if column is None or not pruning.prunable(column.type) or \
-                source_types.get(source_name) != _spark_type(column):
+                source_types.get(source_name) != spark_type(column):
             continue
         keys.append((column, source_name))
     row = src.agg(F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
                                        for f in (F.min, F.max)]).first()
-    if not row[0]:
+    if row is None or not row[0]:  # (a global aggregate always has its one row)
         return None
     ranges = []
     for index, (column, _) in enumerate(keys):
@@ -251,8 +248,8 @@ def _prune_by_source_keys(lake, state: TableState, src: DataFrame, on: str,  # n
             ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
     if not ranges or not state.data_files:
         return state
-    with lake.lake.read() as conn:
-        bounds = lake.lake.file_column_bounds(state.table.table_id,
+    with table.lake.read() as conn:
+        bounds = table.lake.file_column_bounds(state.table.table_id,
                                               [r.column_id for r in ranges],
                                               state.snapshot_id, conn)
     return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds, ranges))
@@ -330,7 +327,7 @@ def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
             values[name] = F.when(F.col(ACTION) == index, value).otherwise(values[name])
     return [F.col(ACTION),
             *[F.col(f"{_q(t)}.{m}").alias(m) for m in (FILE_ID, POSITION, ROW_ID)],
-            *[values[c.column_name].cast(_spark_type(c)).alias(c.column_name)
+            *[values[c.column_name].cast(spark_type(c)).alias(c.column_name)
               for c in columns]]
 
 
@@ -385,7 +382,3 @@ def _assignments(clause: MergeClause, columns: dict[str, str], t: str, s: str,
     return out
 
 
-def _spark_type(column):  # noqa: ANN001, ANN202
-    from .spark.types import spark_type
-
-    return spark_type(column)

@@ -1,0 +1,357 @@
+"""Writes that change a table's rows: INSERT, overwrite, REPLACE WHERE/ON/USING, DELETE and
+UPDATE (MERGE is beside them in :mod:`.merge`).
+
+Each write plans against one :class:`~.read.TableState`, stages its deletes and new rows on
+one :class:`~..lake.commit.Transaction`, and commits it as one DuckLake snapshot. Deletes are
+positional (delete files, or inlined deletes when small); new rows are inlined or written as
+Parquet by :func:`stage_insert`. Rows another writer inserts while a DELETE, UPDATE or
+replacement runs are handled by a re-plan at commit (``Transaction.replanner``).
+
+The public face of these writes is :class:`~.lake.LakeTable`; this module takes a
+:class:`Target` so that it needs nothing of the façade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ..lake import data_files, delete_files
+from ..lake import options as lake_options
+from ..lake.catalog import Lake
+from ..lake.commit import TableRef, Transaction
+from ..lake.delete_files import ROW_ID_COLUMN
+from ..lake.errors import InvalidArgumentError, SchemaMismatchError
+from ..lake.inlined_data import can_inline
+from ..lake.models import ColumnInfo, Snapshot
+from ..lake.partitions import PartitionKey, keys_of_spec
+from . import write as spark_write
+from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
+from .types import spark_type
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """Who and why, stored with the snapshot (``author``, ``commit_message``, extra JSON)."""
+
+    author: str | None = None
+    message: str | None = None
+    extra_info: str | dict[str, Any] | None = None
+
+
+def commit(tx: Transaction, info: CommitInfo) -> Snapshot:
+    """Commit ``tx`` as one snapshot carrying ``info``."""
+    return tx.commit(info.author, info.message, info.extra_info)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The table a write changes, and what writing it needs: the session, the catalog and
+    the commit information used when a write is given none."""
+
+    spark: SparkSession
+    lake: Lake
+    schema_name: str
+    table_name: str
+    commit_info: CommitInfo
+
+    @property
+    def name(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+    def state(self, at: int | None = None, contents: bool = True) -> TableState:
+        return load_state(self.lake, self.schema_name, self.table_name, at, contents)
+
+    def transaction(self, state: TableState) -> Transaction:
+        """A transaction based on the snapshot ``state`` was read at, so that the commit
+        sees every snapshot committed since as a possible conflict."""
+        return Transaction(self.lake, self.lake.snapshot(version=state.snapshot_id))
+
+    def commit(self, tx: Transaction, info: CommitInfo | None) -> Snapshot:
+        return commit(tx, info or self.commit_info)
+
+    def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
+        """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what
+        a statement planned at ``since`` must still apply itself to when it commits later
+        (``Transaction.replanner``)."""
+        state = self.state(until.snapshot_id)
+        return scan_inserted(self.spark, state, since.snapshot_id)
+
+    def stage(self, tx: Transaction, state: TableState, df: DataFrame | pa.Table,
+              columns: list[ColumnInfo] | None = None, **options: Any) -> int:
+        """:func:`stage_insert` of ``df`` into this table as read in ``state``."""
+        columns = state.columns if columns is None else columns
+        return stage_insert(self.spark, self.lake, tx, TableRef(state.table.table_id), df,
+                            state.table_dir, columns, state.schema.schema_id,
+                            state.table.table_id,
+                            inline_ok=can_inline(columns, self.lake.dialect), **options)
+
+
+def stage_insert(
+    spark: SparkSession, lake: Lake, tx: Transaction, ref: TableRef,
+    df: DataFrame | pa.Table, table_dir: str, columns: list[ColumnInfo], schema_id: int,
+    table_id: int | None, inline_ok: bool, replace: bool = False, row_ids: bool = False,
+    inlined_row_ids: list[int] | None = None,
+    partition_keys: Sequence[PartitionKey] | None = None,
+) -> int:
+    """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
+
+    Files follow ``partition_keys``, by default the table's live partition spec (the
+    commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
+    """
+    with lake.read() as conn:
+        limit = lake.inlining_row_limit(conn, schema_id, table_id)
+    rows: pa.Table | None = None
+    new_files: list[data_files.NewDataFile] = []
+    if isinstance(df, pa.Table):
+        if inline_ok and limit > 0 and df.num_rows <= limit:
+            # Driver-side rows within the limit: inlined without a Spark job (and without
+            # the catalog reads only a file write needs: a streaming commit is latency).
+            rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
+            spark_write.check_not_null(rows, columns)
+        else:
+            df = spark.createDataFrame(df, schema=from_arrow_schema(
+                df.schema, prefer_timestamp_ntz=True))
+    if rows is None:
+        with lake.read() as conn:
+            compression = lake_options.parquet_compression(lake, conn, schema_id,
+                                                           table_id)
+            if partition_keys is None:
+                partition_keys = ()
+                if table_id is not None:
+                    spec = lake.partition_spec(
+                        table_id, lake.latest_snapshot(conn).snapshot_id, conn)
+                    if spec is not None:
+                        partition_keys = keys_of_spec(spec, columns)
+        conformed = spark_write.conform(df, columns, row_ids=row_ids)
+        if inline_ok and limit > 0 and df.isLocal():
+            local = spark_write.local_rows(conformed)
+            if local.num_rows <= limit:
+                spark_write.check_not_null(local, columns)
+                rows = local
+    if rows is None:
+        assert partition_keys is not None  # resolved in the block above, as rows was None
+        staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids,
+                                   partition_keys, compression=compression)
+        if inline_ok and limit > 0 and staged.row_count <= limit:
+            rows = staged.read_rows()
+            staged.discard()
+        else:
+            new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
+            tx.files_written.extend(paths)
+    inlined: list[dict[str, Any]] = []
+    ids = inlined_row_ids
+    if rows is not None and rows.num_rows:
+        inlined = rows.to_pylist()
+        if row_ids:
+            ids = [r.pop(ROW_ID_COLUMN) for r in inlined]
+    if replace:
+        data_files.replace(tx, ref, new_files, inlined)
+    else:
+        data_files.insert(tx, ref, new_files, inlined, ids)
+    return len(inlined) + sum(f.record_count for f in new_files)
+
+
+def append(target: Target, df: DataFrame | pa.Table, info: CommitInfo | None = None
+           ) -> Snapshot | None:
+    """INSERT the rows of ``df`` (columns matched by name); ``None`` when it has none."""
+    state = target.state(contents=False)
+    tx = target.transaction(state)
+    if target.stage(tx, state, df) == 0:
+        return None
+    return target.commit(tx, info)
+
+
+def overwrite(target: Target, df: DataFrame | pa.Table,
+              info: CommitInfo | None = None) -> Snapshot:
+    """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
+    state = target.state()
+    tx = target.transaction(state)
+    target.stage(tx, state, df, replace=True)
+    tx.touch_data_files([f.data_file_id for f in state.data_files])
+    tx.replanner = replaced_anyway
+    return target.commit(tx, info)
+
+
+def replaced_anyway(since: Snapshot, until: Snapshot) -> None:
+    """Nothing to plan for rows inserted meanwhile: replacing a table's contents ends every
+    data file and inlined row live when it commits (``data_files.end_all``)."""
+
+
+# What a replacement deletes: the target rows (a metadata scan) that the source dooms.
+Doomed = Callable[[DataFrame, DataFrame], DataFrame]
+
+
+def where_doomed(where: str | Column) -> Doomed:
+    """``REPLACE WHERE pred``: the target rows matching ``where``."""
+    test = where if isinstance(where, Column) else F.expr(where)
+    return lambda target, _source: target.where(test)
+
+
+def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
+    """``REPLACE ON cond``: the target rows some source row satisfies ``on`` with.
+
+    The source's columns are reachable only through ``source_alias`` (``s.id``), so an
+    unqualified column in ``on`` is the table's, as in the WHERE of a DELETE.
+    """
+    test = on if isinstance(on, Column) else F.expr(on)
+
+    def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+        if source_alias.lower() in {c.lower() for c in target.columns}:
+            # A table column named like the alias would make ``s.x`` ambiguous with the
+            # struct; join the plain relation instead (unqualified names must then be
+            # unambiguous).
+            return target.alias(target_alias).join(source.alias(source_alias), on=test,
+                                                   how="left_semi")
+        packed = source.select(
+            F.struct(*[F.col(f"`{c}`") for c in source.columns]).alias(source_alias))
+        return target.alias(target_alias).join(packed, on=test, how="left_semi")
+
+    return doomed
+
+
+def using_doomed(keys: Iterable[str | Column]) -> Doomed:
+    """``REPLACE USING (keys)``: the target rows whose key values occur in the source,
+    compared NULL-safely."""
+    exprs = [F.col(k) if isinstance(k, str) else k for k in keys]
+    if not exprs:
+        raise InvalidArgumentError("REPLACE USING needs at least one key column")
+    names = [f"__ducklake_key_{i}" for i in range(len(exprs))]
+
+    def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+        t = target.select("*", *[e.alias(n) for e, n in zip(exprs, names)])
+        s = source.select(*[e.alias(n) for e, n in zip(exprs, names)]).distinct()
+        cond = [t[n].eqNullSafe(s[n]) for n in names]
+        return t.join(s, on=cond, how="left_semi")
+
+    return doomed
+
+
+def replace_rows(target: Target, df: DataFrame, doomed: Doomed,
+                 info: CommitInfo | None = None, cache_source: bool = False
+                 ) -> Snapshot | None:
+    """Delete the rows ``doomed(target rows, df)`` selects and insert ``df``: one snapshot.
+
+    Both halves are computed against the same table state, so a source that reads the
+    table itself (``{{ this }}`` in an incremental model) sees the rows as they were
+    before the statement, and nothing is visible until both halves commit together.
+    """
+    state = target.state()
+    source = df.cache() if cache_source else df
+    try:
+        positions, inlined = locations(doomed(scan(target.spark, state, metadata=True),
+                                              source))
+        tx = target.transaction(state)
+        ref = TableRef(state.table.table_id)
+        if positions or inlined:
+            delete_files.delete(tx, ref, positions, inlined)
+        tx.replanner = lambda since, until: delete_files.delete(
+            tx, ref, *locations(doomed(target.inserted(since, until), source)))
+        rows = target.stage(tx, state, source)
+        if rows == 0 and not positions and not inlined:
+            return None
+        return target.commit(tx, info)
+    finally:
+        if cache_source:
+            source.unpersist()
+
+
+def delete(target: Target, where: str | Column | None = None,
+           info: CommitInfo | None = None, alias: str | None = None) -> Snapshot | None:
+    """DELETE the rows matching ``where`` (all rows when ``None``); ``None`` if none match.
+
+    Rows another writer inserts meanwhile are deleted too when they match: the commit
+    lands on the newer snapshot (``Transaction.replanner``) instead of failing."""
+    state = target.state()
+    positions, inlined = locations(_matching(scan(target.spark, state, metadata=True),
+                                             where, alias))
+    if not positions and not inlined:
+        return None
+    tx = target.transaction(state)
+    ref = TableRef(state.table.table_id)
+    delete_files.delete(tx, ref, positions, inlined)
+    tx.replanner = lambda since, until: delete_files.delete(
+        tx, ref, *locations(_matching(target.inserted(since, until), where, alias)))
+    return target.commit(tx, info)
+
+
+def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL's word
+           where: str | Column | None = None, info: CommitInfo | None = None,
+           alias: str | None = None) -> Snapshot | None:
+    """UPDATE ... SET col = expr WHERE ...; updated rows keep their row ids.
+
+    Rows another writer inserts meanwhile are updated too when they match (see
+    :func:`delete`)."""
+    state = target.state()
+    names = {c.column_name.lower(): c.column_name for c in state.columns}
+    unknown = [k for k in set if k.lower() not in names]
+    if unknown:
+        raise SchemaMismatchError(
+            f"cannot update unknown column(s) {', '.join(unknown)}; the table has "
+            + ", ".join(c.column_name for c in state.columns))
+    exprs = {names[k.lower()]: (v if isinstance(v, Column) else F.expr(v))
+             for k, v in set.items()}
+    tx = target.transaction(state)
+    ref = TableRef(state.table.table_id)
+
+    def stage(rows: DataFrame) -> bool:
+        """Stage the update of the rows of ``rows`` that match; ``False`` if none."""
+        df = _matching(rows, where, alias).cache()
+        try:
+            positions, inlined = locations(df)
+            if not positions and not inlined:
+                return False
+            # SET values are cast to the column types, as Spark's (ANSI) store
+            # assignment does: a value that does not fit fails the statement.
+            new = df.select(
+                *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
+                   else F.col(f"`{c.column_name}`")).alias(c.column_name)
+                  for c in state.columns],
+                F.col(ROW_ID).alias(ROW_ID_COLUMN))
+            delete_files.delete(tx, ref, positions, inlined)
+            target.stage(tx, state, new, row_ids=True)
+            return True
+        finally:
+            df.unpersist()
+
+    if not stage(scan(target.spark, state, metadata=True)):
+        return None
+
+    def replan(since: Snapshot, until: Snapshot) -> None:
+        stage(target.inserted(since, until))
+
+    tx.replanner = replan
+    return target.commit(tx, info)
+
+
+def _matching(df: DataFrame, where: str | Column | None, alias: str | None) -> DataFrame:
+    """The rows of a metadata scan a DELETE or UPDATE applies to."""
+    if alias:
+        df = df.alias(alias)
+    if where is not None:
+        df = df.where(where if isinstance(where, Column) else F.expr(where))
+    return df
+
+
+def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+    """Data file positions and inlined row ids of the rows of a metadata scan."""
+    return arrow_locations(df.select(FILE_ID, POSITION, ROW_ID).toArrow())
+
+
+def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
+    """Data file positions and inlined row ids from (file id, position, row id) columns."""
+    positions: dict[int, list[int]] = {}
+    inlined: list[int] = []
+    for fid, pos, rid in zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
+                             table.column(2).to_pylist()):
+        if fid is None:
+            inlined.append(rid)
+        else:
+            positions.setdefault(fid, []).append(pos)
+    return positions, inlined
