@@ -24,6 +24,7 @@ from .connections import DuckLakeConnectionManager, Runtime
 from .lake import inlined_data
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation
+from .spark.lake import UNCHANGED
 from .spark.types import spark_type
 from .sql.views import LakeName
 
@@ -314,37 +315,27 @@ class DuckLakeAdapter(SQLAdapter):
     def ducklake_persist_docs(self, relation: BaseRelation, description: str | None,
                               columns: dict[str, Any] | None) -> None:
         """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
-        from .lake import tables
-        from .lake.commit import TableRef, Transaction
-
         runtime = self.runtime()
         _check_writable(runtime)
         lake = runtime.lake.lake
-        tx = Transaction(lake)
-        ref = None
-        view_id = None
+        name = (relation.schema, relation.identifier)
+        comments: dict[str, str | None] = {}
         try:
-            ref = TableRef(lake.table(relation.schema, relation.identifier).table_id)
+            names = [c.column_name for c in lake.columns(lake.table(*name).table_id)]
         except NotFoundError:
-            views = [v for v in lake.views(relation.schema) if v.view_name == relation.identifier]
-            if not views:
+            if not any(v.view_name == relation.identifier for v in lake.views(relation.schema)):
                 return
-            view_id = views[0].view_id
-            ref = TableRef(None)
-        if description is not None:
-            tables.set_comment(tx, ref, description, view_id=view_id)
-        if columns and view_id is None:
-            names = [c.column_name for c in lake.columns(ref.table_id)]
-            for name, column in columns.items():
-                text = column.get("description") if isinstance(column, dict) else None
-                quoted = isinstance(column, dict) and column.get("quote")
-                match = name if name in names else None
-                if match is None and not quoted:
-                    match = next((n for n in names if n.lower() == name.lower()), None)
-                if text and match is not None:
-                    tables.set_comment(tx, ref, text, column=match)
-        if not tx.empty:
-            runtime.lake.commit(tx, runtime.engine.commit_info("COMMENT"))
+            names = []  # a view's columns take no comments
+        for key, column in (columns or {}).items():
+            text = column.get("description") if isinstance(column, dict) else None
+            quoted = isinstance(column, dict) and column.get("quote")
+            match = key if key in names else None
+            if match is None and not quoted:
+                match = next((n for n in names if n.lower() == key.lower()), None)
+            if text and match is not None:
+                comments[match] = text
+        runtime.lake.set_comments(name, UNCHANGED if description is None else description,
+                                  comments, info=runtime.engine.commit_info("COMMENT"))
 
     # ------------------------------------------------------------------ docs
     @available

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,10 +31,15 @@ from ..lake.catalog import Lake
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
 from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
-from ..lake.errors import InvalidArgumentError, SchemaMismatchError
+from ..lake.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
+)
 from ..lake.expiry import ExpireResult
 from ..lake.inlined_data import can_inline
-from ..lake.models import ColumnInfo, Snapshot, TableInfo
+from ..lake.models import ColumnInfo, Snapshot, TableInfo, ViewInfo
 from ..lake.options import OptionSetting
 from ..lake.partitions import (
     PartitionField,
@@ -62,6 +67,8 @@ from .read import read as read_table
 from .types import column_specs, table_schema
 
 TableName = str | tuple[str, str]
+# ``set_comments``: leave the relation's own comment as it is
+UNCHANGED = object()
 # A partition spec: keys such as ["region", "year(ts)", "bucket(4, id)"] or one string.
 PartitionBy = str | Sequence[str | PartitionField]
 
@@ -202,6 +209,78 @@ class SparkLake:
         tables.rename_table(tx, TableRef(table.table_id), new_table, new_schema)
         return self.commit(tx, info)
 
+    # ------------------------------------------------------------------ views
+    def view(self, name: TableName) -> ViewInfo:
+        """The live view of that name (case-insensitive, as DuckDB resolves names)."""
+        schema_name, view_name = split_name(name)
+        for view in self.lake.views(schema_name):
+            if view.view_name.lower() == view_name.lower():
+                return view
+        raise NotFoundError(f"view {schema_name}.{view_name} does not exist in the lake")
+
+    def create_view(self, name: TableName, sql: str, *, dialect: str = "spark",
+                    column_aliases: Sequence[str] = (), spark_sql: str | None = None,
+                    replace: bool = False, info: CommitInfo | None = None) -> Snapshot:
+        """``CREATE [OR REPLACE] VIEW``: ``sql`` in ``dialect`` (``duckdb`` views carry their
+        Spark text in ``spark_sql`` for our reads). With ``replace`` a view or a table of that
+        name is replaced in the same snapshot; without, an existing one is an error."""
+        schema_name, view_name = split_name(name)
+        kinds = {n.lower(): k for k, n in self.lake.relations(schema_name)}
+        existing = kinds.get(view_name.lower())
+        if existing is not None and not replace:
+            raise AlreadyExistsError(f"{schema_name}.{view_name} already exists as a {existing}")
+        tx = Transaction(self.lake)
+        if existing == "table":
+            tables.drop_table(tx, TableRef(None, schema_name, view_name))
+        tables.create_view(tx, schema_name, view_name, sql, dialect=dialect,
+                           replace=existing == "view", column_aliases=column_aliases,
+                           spark_sql=spark_sql)
+        return self.commit(tx, info)
+
+    def drop_view(self, name: TableName, if_exists: bool = False,
+                  info: CommitInfo | None = None) -> Snapshot | None:
+        try:
+            view = self.view(name)
+        except NotFoundError:
+            if if_exists:
+                return None
+            raise
+        tx = Transaction(self.lake)
+        tables.drop_view(tx, view.schema_name, view.view_name)
+        return self.commit(tx, info)
+
+    def rename_view(self, name: TableName, new_name: TableName,
+                    info: CommitInfo | None = None) -> Snapshot:
+        """Rename (or move) a view; it keeps its id, so its tags follow it, as in DuckDB."""
+        view = self.view(name)
+        new_schema, new_view = split_name(new_name) if (
+            isinstance(new_name, tuple) or "." in new_name) else (view.schema_name, new_name)
+        tx = Transaction(self.lake)
+        tables.rename_view(tx, view, new_view, new_schema)
+        return self.commit(tx, info)
+
+    def set_comments(self, name: TableName, comment: str | None | object = UNCHANGED,
+                     columns: Mapping[str, str | None] | None = None,
+                     info: CommitInfo | None = None) -> Snapshot | None:
+        """Set the ``comment`` tags of a table or view (``None`` removes one) and of a
+        table's columns, in one snapshot; ``None`` if there is nothing to set. DuckDB shows
+        them as ``COMMENT ON``."""
+        schema_name, relation = split_name(name)
+        tx = Transaction(self.lake)
+        try:
+            ref, view_id = TableRef(self.lake.table(schema_name, relation).table_id), None
+        except NotFoundError:
+            ref, view_id = TableRef(None), self.view(name).view_id
+            if columns:
+                raise InvalidArgumentError(
+                    f"{schema_name}.{relation} is a view: its columns take no comments"
+                ) from None
+        if comment is not UNCHANGED:
+            tables.set_comment(tx, ref, cast("str | None", comment), view_id=view_id)
+        for column, text in (columns or {}).items():
+            tables.set_comment(tx, ref, text, column=column)
+        return None if tx.empty else self.commit(tx, info)
+
     # ------------------------------------------------------------------ maintenance
     def flush_inlined_data(self, schema: str | None = None,
                            table: str | None = None) -> FlushResult:
@@ -301,6 +380,23 @@ class LakeTable:
 
     def schema(self) -> StructType:
         return table_schema(self.columns())
+
+    def alter_columns(
+        self, *, add: Sequence[ColumnSpec] = (), drop: Sequence[str] = (),
+        rename: Sequence[tuple[str, str]] = (), retype: Sequence[tuple[str, str]] = (),
+        nullability: Sequence[tuple[str, bool]] = (),
+        comments: Mapping[str, str | None] | None = None, info: CommitInfo | None = None,
+    ) -> Snapshot | None:
+        """``ALTER TABLE``: add, drop, rename and retype columns (dotted names reach nested
+        fields), set their nullability and comments, in one snapshot; ``None`` when nothing
+        changes (a column given the type it has)."""
+        ref = TableRef(self.info().table_id)
+        tx = Transaction(self._lake.lake)
+        for column, comment in (comments or {}).items():
+            tables.set_comment(tx, ref, comment, column=column)
+        tables.alter_columns(tx, ref, add=add, drop=drop, rename=rename, retype=retype,
+                             nullability=nullability)
+        return None if tx.empty else self._lake.commit(tx, info)
 
     # ------------------------------------------------------------------ partitioning
     def partition_keys(self, version: int | None = None) -> tuple[PartitionKey, ...]:

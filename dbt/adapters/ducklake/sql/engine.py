@@ -18,8 +18,6 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..lake import tables
-from ..lake.commit import TableRef, Transaction
 from ..lake.errors import (
     AlreadyExistsError,
     DuckLakeError,
@@ -209,8 +207,8 @@ class Engine:
                 "(one quoted identifier, as dbt renders it) or schema.table")
         return name
 
-    def _commit(self, tx: Transaction, kind: str) -> Snapshot:
-        snapshot = self.lake.commit(tx, self.commit_info(kind))
+    def _changed(self, snapshot: Snapshot | None) -> Snapshot | None:
+        """A statement changed the lake: the temp views registered for it may be stale."""
         self.registry.invalidate()
         return snapshot
 
@@ -272,9 +270,8 @@ class Engine:
         self.check_writable()
         existing = self._exists(name)
         if existing == "view":
-            tx = Transaction(self.lake.lake)
-            tables.drop_view(tx, name.schema, name.name)
-            self._commit(tx, "DROP VIEW")
+            self._changed(self.lake.drop_view((name.schema, name.name),
+                                              info=self.commit_info("DROP VIEW")))
             existing = None
         if existing is None:
             return self._create(name, df, not_null, partition_by=partition_by)
@@ -514,23 +511,17 @@ class Engine:
             self.spark.catalog.dropTempView(check)
         duckdb_sql = self._duckdb_view_query(name, body, output_names)
         existing = self._exists(name)
-        tx = Transaction(self.lake.lake)
-        if existing == "table":
-            if not plan.replace():
-                raise AlreadyExistsError(f"{name.schema}.{name.name} already exists as a table")
-            tables.drop_table(tx, TableRef(None, name.schema, name.name))
-        elif existing == "view" and not plan.replace():
+        if existing == "table" and not plan.replace():
+            raise AlreadyExistsError(f"{name.schema}.{name.name} already exists as a table")
+        if existing == "view" and not plan.replace():
             if plan.allowExisting():
                 return StatementResult("CREATE VIEW", message="exists")
             raise AlreadyExistsError(f"view {name.schema}.{name.name} already exists")
-        if duckdb_sql is None:
-            tables.create_view(tx, name.schema, name.name, body, dialect=SPARK,
-                               replace=existing == "view", column_aliases=columns)
-        else:
-            tables.create_view(tx, name.schema, name.name, duckdb_sql, dialect=DUCKDB,
-                               replace=existing == "view", column_aliases=columns,
-                               spark_sql=body)
-        snapshot = self._commit(tx, "CREATE VIEW")
+        snapshot = self._changed(self.lake.create_view(
+            (name.schema, name.name), body if duckdb_sql is None else duckdb_sql,
+            dialect=SPARK if duckdb_sql is None else DUCKDB, column_aliases=columns,
+            spark_sql=None if duckdb_sql is None else body, replace=True,
+            info=self.commit_info("CREATE VIEW")))
         return StatementResult("CREATE VIEW", snapshot=snapshot)
 
     def _duckdb_view_query(self, name: LakeName, body: str,
@@ -565,13 +556,8 @@ class Engine:
             if if_exists:
                 return StatementResult(kind, message="absent")
             raise NotFoundError(f"{name.schema}.{name.name} does not exist in the lake")
-        tx = Transaction(self.lake.lake)
-        if existing == "view":
-            tables.drop_view(tx, name.schema, name.name)
-        else:
-            table = self.lake.lake.table(name.schema, name.name)
-            tables.drop_table(tx, TableRef(table.table_id))
-        snapshot = self._commit(tx, kind)
+        drop = self.lake.drop_view if existing == "view" else self.lake.drop_table
+        snapshot = self._changed(drop((name.schema, name.name), info=self.commit_info(kind)))
         return StatementResult(kind, snapshot=snapshot)
 
     def _on_DropTable(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
@@ -592,15 +578,10 @@ class Engine:
         new = parse_name(_parts(plan.newName()), default_schema=name.schema)
         if new is None:
             raise InvalidArgumentError("ALTER ... RENAME TO needs a new name")
-        tx = Transaction(self.lake.lake)
-        if self._exists(name) == "view":
-            lake = self.lake.lake
-            view = next(v for v in lake.views(name.schema) if v.view_name == name.name)
-            tables.rename_view(tx, view, new.name, new.schema)
-        else:
-            table = self.lake.lake.table(name.schema, name.name)
-            tables.rename_table(tx, TableRef(table.table_id), new.name, new.schema)
-        snapshot = self._commit(tx, "RENAME")
+        rename = self.lake.rename_view if self._exists(name) == "view" else \
+            self.lake.rename_table
+        snapshot = self._changed(rename((name.schema, name.name), (new.schema, new.name),
+                                        info=self.commit_info("RENAME")))
         return StatementResult("RENAME", snapshot=snapshot)
 
     def _on_AddColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
@@ -620,11 +601,7 @@ class Engine:
                 # Existing rows read the default (initial_default); new rows get it when an
                 # INSERT leaves the column out (default_value), as in DuckDB.
                 specs[i] = dc_replace(spec, initial_default=value, default_value=value)
-        table = self.lake.lake.table(name.schema, name.name)
-        tx = Transaction(self.lake.lake)
-        tables.alter_columns(tx, TableRef(table.table_id), add=specs)
-        snapshot = self._commit(tx, "ALTER TABLE")
-        return StatementResult("ALTER TABLE", snapshot=snapshot)
+        return self._alter(name, add=specs)
 
     def _literal_default(self, spec: Any, text: str) -> str | None:
         """A column DEFAULT as the literal text DuckLake stores. Only constants are taken: an
@@ -654,26 +631,17 @@ class Engine:
         """COMMENT ON TABLE t IS '...' | NULL: DuckLake's ``comment`` tag (DuckDB shows it)."""
         name = self._name(_parts(plan.table()))
         comment = plan.comment() or None  # Spark's parser gives '' for IS NULL: no comment
-        tx = Transaction(self.lake.lake)
-        if self._exists(name) == "view":
-            view = next(v for v in self.lake.lake.views(name.schema)
-                        if v.view_name.lower() == name.name.lower())
-            tables.set_comment(tx, TableRef(0), comment, view_id=view.view_id)
-        else:
-            table = self.lake.lake.table(name.schema, name.name)
-            tables.set_comment(tx, TableRef(table.table_id), comment)
-        snapshot = self._commit(tx, "COMMENT")
+        snapshot = self._changed(self.lake.set_comments((name.schema, name.name), comment,
+                                                        info=self.commit_info("COMMENT")))
         return StatementResult("COMMENT", snapshot=snapshot)
 
     def _on_AlterColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         """ALTER COLUMN: SET/DROP NOT NULL (checked against the data), TYPE, COMMENT."""
         name = self._name(_parts(plan.table()))
         table = self.lake.lake.table(name.schema, name.name)
-        ref = TableRef(table.table_id)
-        tx = Transaction(self.lake.lake)
         specs = plan.specs()
         current = {c.column_name.lower(): c.type for c in self.lake.lake.columns(table.table_id)}
-        retype, nullability = [], []
+        retype, nullability, comments = [], [], {}
         for i in range(specs.size()):
             spec = specs.apply(i)
             column = ".".join(_parts(spec.column().name()))
@@ -689,11 +657,16 @@ class Engine:
                 if current.get(column.lower()) != LakeType.parse(new_type):  # else: no change
                     retype.append((column, new_type))
             if spec.newComment().isDefined():
-                tables.set_comment(tx, ref, spec.newComment().get(), column=column)
-        tables.alter_columns(tx, ref, retype=retype, nullability=nullability)
-        if tx.empty:  # a column given the type it has: no snapshot, as nothing changed
+                comments[column] = spec.newComment().get()
+        return self._alter(name, retype=retype, nullability=nullability, comments=comments)
+
+    def _alter(self, name: LakeName, **changes: Any) -> StatementResult:
+        """``ALTER TABLE``: one snapshot, none when nothing changes (a column given the type
+        it has)."""
+        snapshot = self._changed(self._table(name).alter_columns(
+            **changes, info=self.commit_info("ALTER TABLE")))
+        if snapshot is None:
             return StatementResult("ALTER TABLE", message="unchanged")
-        snapshot = self._commit(tx, "ALTER TABLE")
         return StatementResult("ALTER TABLE", snapshot=snapshot)
 
     def _check_not_null(self, name: LakeName, column: str) -> None:
@@ -707,22 +680,14 @@ class Engine:
 
     def _on_DropColumns(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.table()))
-        table = self.lake.lake.table(name.schema, name.name)
         cols = plan.columnsToDrop()
-        drop = [".".join(_parts(cols.apply(i).name())) for i in range(cols.size())]
-        tx = Transaction(self.lake.lake)
-        tables.alter_columns(tx, TableRef(table.table_id), drop=drop)
-        snapshot = self._commit(tx, "ALTER TABLE")
-        return StatementResult("ALTER TABLE", snapshot=snapshot)
+        return self._alter(name, drop=[".".join(_parts(cols.apply(i).name()))
+                                       for i in range(cols.size())])
 
     def _on_RenameColumn(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
         name = self._name(_parts(plan.table()))
-        table = self.lake.lake.table(name.schema, name.name)
         old = ".".join(_parts(plan.column().name()))
-        tx = Transaction(self.lake.lake)
-        tables.alter_columns(tx, TableRef(table.table_id), rename=[(old, plan.newName())])
-        snapshot = self._commit(tx, "ALTER TABLE")
-        return StatementResult("ALTER TABLE", snapshot=snapshot)
+        return self._alter(name, rename=[(old, plan.newName())])
 
     # ------------------------------------------------------------------ schemas
     def _on_CreateNamespace(self, plan: Any, sql: str) -> StatementResult:  # noqa: N802
