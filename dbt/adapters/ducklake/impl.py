@@ -247,18 +247,11 @@ class DuckLakeAdapter(SQLAdapter):
     def ducklake_partition_keys(self, relation: BaseRelation) -> list[str]:
         """The table's DuckLake partition keys, as ``region`` or ``year(ts)``; empty when it
         has no partition spec (or does not exist)."""
-        lake = self.runtime().lake.lake
         try:
-            table = lake.table(relation.schema, relation.identifier)
+            table = self.runtime().lake.table((relation.schema, relation.identifier))
         except NotFoundError:
             return []
-        with lake.read() as conn:
-            spec = lake.partition_spec(table.table_id, lake.latest_snapshot().snapshot_id, conn)
-        if spec is None:
-            return []
-        names = {c.column_id: c.column_name for c in lake.columns(table.table_id)}
-        return [names[k.column_id] if k.transform == "identity"
-                else f"{k.transform}({names[k.column_id]})" for k in spec.columns]
+        return table.partitioning()
 
     # ------------------------------------------------------------------ maintenance
     @available

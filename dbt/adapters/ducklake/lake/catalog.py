@@ -17,7 +17,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
-from . import ddl
+from . import bootstrap
 from .conflicts import quote_name
 from .connect import WRITE_OPTION, CatalogTarget, make_engine, parse_catalog
 from .errors import (
@@ -234,10 +234,11 @@ class Lake:
             conn.close()
 
     def _check_version(self, version: str | None) -> None:
-        if version != ddl.FORMAT_VERSION:
+        if version != bootstrap.FORMAT_VERSION:
             raise FormatVersionError(
                 f"the lake in {self.target.display} has DuckLake format version {version!r}; "
-                f"this client reads and writes only version {ddl.FORMAT_VERSION!r}. The lake "
+                "this client reads and writes only version "
+                f"{bootstrap.FORMAT_VERSION!r}. The lake "
                 "was not modified. Migrate it with DuckDB 1.5.5 (ATTACH ... "
                 "(AUTOMATIC_MIGRATION true)) or use a client that supports its version."
             )
@@ -274,7 +275,7 @@ class Lake:
             if self.metadata_schema:
                 conn.execute(text("CREATE SCHEMA IF NOT EXISTS "
                                   + quote_name(self.metadata_schema)))
-            for statement in ddl.create_statements(self.dialect, self.prefix):
+            for statement in bootstrap.create_statements(self.dialect, self.prefix):
                 conn.execute(text(statement))
             conn.execute(
                 text(f"INSERT INTO {self.t('ducklake_snapshot')} VALUES (0, :t, 0, 1, 0)"),
@@ -288,8 +289,8 @@ class Lake:
                 {"c": 'created_schema:"main"'},
             )
             for key, value in (
-                ("version", ddl.FORMAT_VERSION),
-                ("created_by", ddl.CREATED_BY),
+                ("version", bootstrap.FORMAT_VERSION),
+                ("created_by", bootstrap.CREATED_BY),
                 ("data_path", data_path),
                 ("encrypted", "false"),
             ):

@@ -1,4 +1,5 @@
-"""The 28 catalog tables of DuckLake 1.0, as DuckDB 1.5.5 creates them on each backend.
+"""The catalog's bootstrap: the 28 catalog tables of DuckLake 1.0, as DuckDB 1.5.5 creates
+them on each backend when a lake is created.
 
 Types are DuckDB logical types; :func:`backend_type` renders them the way DuckDB's sqlite and
 postgres scanners do (SQLite: BOOLEAN stored as BIGINT, UUID and TIMESTAMPTZ as VARCHAR).
