@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from dbt.adapters.spark.column import SparkColumn
 
+from .lake.errors import DuckLakeError
+from .lake.models import ColumnInfo
+from .spark.types import spark_type
+
 _INTEGERS = {"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"}
 
 
@@ -32,3 +36,12 @@ class DuckLakeColumn(SparkColumn):
         """Never: a lake string has no length to widen (dbt would otherwise alter every
         string column of a snapshot to the type it already has, on every run)."""
         return False
+
+
+def type_name(column: ColumnInfo) -> str:
+    """A lake column's type as Spark names it (DuckLake's own name for a type Spark cannot
+    hold, such as ``interval``)."""
+    try:
+        return spark_type(column).simpleString()
+    except DuckLakeError:
+        return column.column_type

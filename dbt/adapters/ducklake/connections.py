@@ -1,4 +1,5 @@
-"""Connections: one SparkSession and one lake per profile, a DB-API-shaped cursor per thread.
+"""Connections: a DB-API-shaped cursor per thread over the profile's runtime (:mod:`.runtime`:
+one SparkSession, lake and statement engine per profile).
 
 Spark has no transactions and neither do we need them here: atomicity lives in the DuckLake
 commit of each statement, so BEGIN and COMMIT are no-ops (as in dbt-spark).
@@ -6,15 +7,9 @@ commit of each statement, so BEGIN and COMMIT are no-ops (as in dbt-spark).
 
 from __future__ import annotations
 
-import getpass
-import logging
-import os
 import re
-import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
@@ -22,302 +17,12 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
-from .spark.lake import CommitInfo, SparkLake
-from .sql.engine import Engine, StatementResult
-from .sql.views import ViewRegistry
+from .runtime import Runtime, runtime_for, set_statement_node
+from .sql.engine import StatementResult
 
 logger = AdapterLogger("DuckLake")
-
-
-class _ToDbtLog(logging.Handler):
-    """The library's Python log records (``dbt.adapters.ducklake``: per-read file skipping,
-    maintenance notes) in dbt's own log, at their level."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a bad log call must not fail a statement
-            return
-        if record.levelno >= logging.WARNING:
-            logger.warning(message)
-        elif record.levelno >= logging.INFO:
-            logger.info(message)
-        else:
-            logger.debug(message)
-
-
-_library_log = logging.getLogger("dbt.adapters.ducklake")
-if not any(isinstance(h, _ToDbtLog) for h in _library_log.handlers):
-    _library_log.addHandler(_ToDbtLog())
-    if _library_log.level == logging.NOTSET:
-        _library_log.setLevel(logging.DEBUG)
-
-_runtimes: dict[tuple[Any, ...], Runtime] = {}
-_runtimes_lock = threading.Lock()
-_local = threading.local()
-
-
-@dataclass
-class Runtime:
-    """The SparkSession, lake and statement engine shared by all threads of one profile."""
-
-    spark: Any
-    lake: SparkLake
-    registry: ViewRegistry
-    engine: Engine
-    credentials: DuckLakeCredentials
-
-
-def set_current_node(name: str | None) -> None:
-    """Record the dbt node this thread works for; commits name it in their metadata."""
-    if getattr(_local, "node", None) != name:
-        _local.watermarks = {}
-    _local.node = name
-
-
-# Statements that write a model's rows: the ones that carry its change-feed watermarks.
-DATA_WRITES = frozenset({"MERGE", "INSERT", "INSERT REPLACE", "INSERT OVERWRITE",
-                         "CREATE TABLE", "CREATE OR REPLACE TABLE", "PYTHON MODEL"})
-WATERMARKS_KEY = "ducklake_watermarks"
-
-
-def set_watermark(table: str, snapshot_id: int) -> None:
-    """Record that the current node has consumed ``table``'s changes up to ``snapshot_id``.
-
-    The watermark is written into ``commit_extra_info`` of the node's next data write, in the
-    same snapshot as the rows computed from those changes: it advances exactly when they land.
-    """
-    if not hasattr(_local, "watermarks"):
-        _local.watermarks = {}
-    _local.watermarks[table] = snapshot_id
-
-
-def _project_dir() -> str | None:
-    try:
-        from dbt.flags import get_flags
-
-        return getattr(get_flags(), "PROJECT_DIR", None)
-    except Exception:  # noqa: BLE001 - outside a dbt invocation
-        return None
-
-
-def _invocation() -> tuple[str | None, str | None]:
-    invocation_id = command = None
-    try:
-        from dbt_common.invocation import get_invocation_id
-
-        invocation_id = get_invocation_id()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from dbt.flags import get_flags
-
-        command = getattr(get_flags(), "WHICH", None)
-    except Exception:  # noqa: BLE001
-        pass
-    return invocation_id, command
-
-
-def check_java() -> None:
-    """Spark needs a JVM; say so in one line instead of a py4j gateway trace."""
-    import shutil
-
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
-        return
-    if shutil.which("java") is None:
-        raise DbtRuntimeError(
-            "Java was not found: install Java 17 (e.g. apt-get install openjdk-17-jre) and put "
-            "it on PATH or set JAVA_HOME; Spark needs it")
-
-
-def check_data_path(data_path: str) -> None:
-    """The data path must exist (or be creatable) and accept new files."""
-    if "://" in data_path and not data_path.startswith("file:"):
-        return  # object stores are checked by the first write
-    path = data_path.removeprefix("file:")
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".ducklake-write-check-{os.getpid()}")
-        with open(probe, "w") as handle:
-            handle.write("ok")
-        os.remove(probe)
-    except OSError as exc:
-        raise DbtRuntimeError(
-            f"the data path {data_path} is not writable ({exc.strerror or exc}); fix its "
-            "permissions or point data_path in the profile elsewhere") from exc
-
-
-def spark_session(credentials: DuckLakeCredentials) -> Any:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    check_java()
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-               .config("spark.sql.parquet.fieldId.write.enabled", "true")
-               .config("spark.sql.parquet.fieldId.read.enabled", "true"))
-    if credentials.master.startswith("local"):
-        # Python UDFs (bucket partition keys) run in worker processes; locally they must use
-        # this interpreter, which has pyarrow and numpy, not whatever `python3` is on PATH.
-        builder = builder.config("spark.pyspark.python", sys.executable)
-    for key, value in (credentials.spark_conf or {}).items():
-        builder = builder.config(key, str(value))
-    log_file = None if credentials.spark_console or SparkContext._active_spark_context \
-        else _dbt_log_file()
-    with _stderr_to(log_file):
-        session = builder.getOrCreate()
-    # Task failures reach the user as the statement's error; the JVM's own log is noise.
-    session.sparkContext.setLogLevel("FATAL")
-    return session
-
-
-def _dbt_log_file() -> str | None:
-    """dbt's log file (``logs/dbt.log`` of the project unless ``--log-path`` says else)."""
-    try:
-        from dbt.flags import get_flags
-
-        flags = get_flags()
-        log_path = getattr(flags, "LOG_PATH", None) or os.path.join(
-            getattr(flags, "PROJECT_DIR", None) or os.getcwd(), "logs")
-        os.makedirs(log_path, exist_ok=True)
-        return os.path.join(str(log_path), "dbt.log")
-    except Exception:  # noqa: BLE001 - outside a dbt invocation, or no writable log dir
-        return None
-
-
-@contextmanager
-def _stderr_to(path: str | None) -> Iterator[None]:
-    """Point this process's stderr at ``path`` while Spark starts its JVM.
-
-    The JVM inherits the file descriptor and keeps it: its start-up lines (``Using incubator
-    modules``, log4j's defaults, ``NativeCodeLoader``) and everything it prints later land in
-    dbt's log file instead of between dbt's own console lines, which go to stdout. Python's
-    stderr is restored as soon as the JVM is up.
-    """
-    if path is None:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    except OSError:
-        os.close(saved)
-        yield
-        return
-    try:
-        os.dup2(target, 2)
-        os.close(target)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
-    key = (credentials.catalog, credentials.data_path, credentials.metadata_schema,
-           credentials.master, credentials.snapshot_version, credentials.snapshot_time,
-           _project_dir())
-    with _runtimes_lock:
-        runtime = _runtimes.get(key)
-        if runtime is not None:
-            return runtime
-        catalog, data_path = credentials.resolved_paths(_project_dir())
-        base_dir = _project_dir()
-        from .lake.catalog import Lake
-
-        # The catalog first: it fails fast, Spark takes seconds to start.
-        lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
-                         data_inlining_row_limit=credentials.data_inlining_row_limit,
-                         base_dir=base_dir)
-        lake.max_retry_count = credentials.max_retry_count
-        try:
-            pinned = pinned_snapshot(lake, credentials)
-        except DbtRuntimeError:
-            lake.close()
-            raise
-        try:
-            spark = spark_session(credentials)
-        except DbtRuntimeError:
-            lake.close()
-            raise
-        except Exception as exc:  # noqa: BLE001
-            lake.close()
-            raise DbtRuntimeError(
-                f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
-                "that Java 17 is installed (java -version) and JAVA_HOME points to it."
-            ) from exc
-        if pinned is not None:
-            spark = _own_session(spark)
-        spark_lake = SparkLake(spark, lake)
-        registry = ViewRegistry(spark, spark_lake, pinned)
-        engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
-                        read_only=pinned is not None)
-        runtime = Runtime(spark, spark_lake, registry, engine, credentials)
-        _runtimes[key] = runtime
-        return runtime
-
-
-def _own_session(spark: Any) -> Any:
-    """A session with its own temp views: a pinned runtime registers `schema.table` at its
-    snapshot, which must not shadow (or be shadowed by) another runtime's views of the same
-    name in this process. Runtime SQL settings are copied over."""
-    session = spark.newSession()
-    for key, value in spark.conf.getAll.items():
-        try:
-            session.conf.set(key, value)
-        except Exception:  # noqa: BLE001 - static settings are shared anyway
-            continue
-    return session
-
-
-def pinned_snapshot(lake: Any, credentials: DuckLakeCredentials) -> int | None:
-    """The snapshot the profile pins every read to (``snapshot_version`` exactly, or the latest
-    at or before ``snapshot_time``), checked to exist; ``None`` without a pin."""
-    if credentials.snapshot_version is None and credentials.snapshot_time is None:
-        return None
-    try:
-        if credentials.snapshot_time is not None:
-            return lake.snapshot(timestamp=credentials.snapshot_time).snapshot_id
-        return lake.snapshot(version=credentials.snapshot_version).snapshot_id
-    except DuckLakeError as exc:
-        raise DbtRuntimeError(f"the profile pins a snapshot the lake cannot give: {exc}") \
-            from exc
-
-
-def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
-    def build(kind: str) -> CommitInfo:
-        invocation_id, command = _invocation()
-        node = getattr(_local, "node", None)
-        try:
-            from dbt.version import __version__ as dbt_version
-        except Exception:  # noqa: BLE001
-            dbt_version = None
-        author = credentials.author or getpass.getuser()
-        message = f"dbt {command or 'run'}: {node or 'ad hoc'} ({kind})"
-        extra = {"invocation_id": invocation_id, "node_unique_id": node,
-                 "dbt_version": dbt_version, "adapter": "dbt-ducklake",
-                 "adapter_version": adapter_version, "statement": kind}
-        watermarks = getattr(_local, "watermarks", None)
-        if watermarks and kind in DATA_WRITES:
-            extra[WATERMARKS_KEY] = dict(watermarks)
-        return CommitInfo(author, message, extra)
-
-    return build
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 class DuckLakeCursor:
@@ -332,7 +37,7 @@ class DuckLakeCursor:
     def execute(self, sql: str, bindings: Any = None) -> None:
         if bindings:
             sql = _bind(sql, bindings)
-        _local.node = self.node
+        set_statement_node(self.node)
         self._rows = None
         self.result = self.runtime.engine.execute(sql)
 

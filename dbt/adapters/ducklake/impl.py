@@ -7,7 +7,6 @@ the few ``@available`` methods macros call (seeds, Python models, docs).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import AdapterConfig, available
@@ -19,13 +18,12 @@ from dbt.adapters.sql import SQLAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 
-from .column import DuckLakeColumn
-from .connections import DuckLakeConnectionManager, Runtime
-from .lake import inlined_data
+from . import docs, python_models, seeds
+from .column import DuckLakeColumn, type_name
+from .connections import DuckLakeConnectionManager
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation
-from .spark.lake import UNCHANGED
-from .spark.types import spark_type
+from .runtime import Runtime, check_writable
 from .sql.views import LakeName
 
 if TYPE_CHECKING:
@@ -101,7 +99,7 @@ class DuckLakeAdapter(SQLAdapter):
 
     def debug_query(self) -> None:
         """`dbt debug`: Java and Spark (by opening), the catalog, the data path, a query."""
-        from .connections import check_data_path
+        from .runtime import check_data_path
 
         runtime = self.runtime()
         runtime.lake.lake.latest_snapshot()
@@ -114,7 +112,7 @@ class DuckLakeAdapter(SQLAdapter):
     # ------------------------------------------------------------------ runtime
     def runtime(self) -> Runtime:
         """The shared Spark/lake runtime; also marks which dbt node this thread commits for."""
-        from .connections import set_current_node
+        from .runtime import set_current_node
 
         connection = self.connections.get_thread_connection()
         connection = self.connections.open(connection)
@@ -148,7 +146,7 @@ class DuckLakeAdapter(SQLAdapter):
                     at = runtime.registry.pinned_version
                     table = lake.table(relation.schema, relation.identifier, at, conn)
                     columns = lake.columns(table.table_id, at, conn)
-                return [DuckLakeColumn(c.column_name, _type_name(c)) for c in columns]
+                return [DuckLakeColumn(c.column_name, type_name(c)) for c in columns]
             except NotFoundError:
                 pass
         try:
@@ -163,37 +161,12 @@ class DuckLakeAdapter(SQLAdapter):
                            column_types: dict[str, str], full_refresh: bool,
                            quote_columns: bool | None = None, delimiter: str = ",") -> int:
         """Create or replace a seed table from a CSV in one snapshot; returns the row count."""
-        from pyspark.sql import functions as F
-
         runtime = self.runtime()
-        _check_writable(runtime)
-        names = list(agate_table.column_names)
-        if quote_columns is False:
-            _check_seed_header(relation, names, delimiter)
-        types = {}
-        for i, name in enumerate(names):
-            types[name] = column_types.get(name) or self.convert_agate_type(agate_table, i)
-        rows = [tuple(_seed_text(v) for v in row) for row in agate_table.rows]
-        schema = ", ".join(f"{self.quote(n)} string" for n in names)
-        df = runtime.spark.createDataFrame(rows, schema)
-        df = df.select(*[F.col(self.quote(n)).cast(types[n]).alias(n) for n in names])
-        lake = runtime.lake
-        name = (relation.schema, relation.identifier)
-        existing = lake.lake.tables(relation.schema) if relation.schema in \
-            [s.schema_name for s in lake.lake.schemas()] else []
-        info = runtime.engine.commit_info("SEED")
-        if relation.schema not in [s.schema_name for s in lake.lake.schemas()]:
-            lake.create_schema(relation.schema, if_not_exists=True, info=info)
-        if any(t.table_name == relation.identifier for t in existing):
-            if full_refresh:
-                lake.drop_table(name, info=info)
-                lake.create_table(name, df, info=info)
-            else:
-                lake.table(name).replace(df, info=info)
-        else:
-            lake.create_table(name, df, info=info)
-        runtime.registry.invalidate()
-        return len(rows)
+        check_writable(runtime)
+        types = {name: column_types.get(name) or self.convert_agate_type(agate_table, i)
+                 for i, name in enumerate(agate_table.column_names)}
+        return seeds.load_seed(runtime, relation, agate_table, types, full_refresh, self.quote,
+                               quote_columns, delimiter)
 
     @available
     def ducklake_replace_table(self, relation: BaseRelation, sql: str, not_null: list[str],
@@ -221,7 +194,7 @@ class DuckLakeAdapter(SQLAdapter):
         """
         import json
 
-        from .connections import WATERMARKS_KEY, set_watermark
+        from .runtime import WATERMARKS_KEY, set_watermark
 
         lake = self.runtime().lake.lake
         key = f"{relation.schema}.{relation.identifier}".lower()
@@ -309,109 +282,18 @@ class DuckLakeAdapter(SQLAdapter):
                               columns: dict[str, Any] | None) -> None:
         """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
         runtime = self.runtime()
-        _check_writable(runtime)
-        lake = runtime.lake.lake
-        name = (relation.schema, relation.identifier)
-        comments: dict[str, str | None] = {}
-        try:
-            names = [c.column_name for c in lake.columns(lake.table(*name).table_id)]
-        except NotFoundError:
-            if not any(v.view_name == relation.identifier for v in lake.views(relation.schema)):
-                return
-            names = []  # a view's columns take no comments
-        for key, column in (columns or {}).items():
-            text = column.get("description") if isinstance(column, dict) else None
-            quoted = isinstance(column, dict) and column.get("quote")
-            match = key if key in names else None
-            if match is None and not quoted:
-                match = next((n for n in names if n.lower() == key.lower()), None)
-            if text and match is not None:
-                comments[match] = text
-        runtime.lake.set_comments(name, UNCHANGED if description is None else description,
-                                  comments, info=runtime.engine.commit_info("COMMENT"))
+        check_writable(runtime)
+        docs.persist_docs(runtime, relation, description, columns)
 
     # ------------------------------------------------------------------ docs
     @available
     def ducklake_catalog(self, schemas: list[str]) -> agate.Table:
         """Rows of ``dbt docs generate``'s catalog, from DuckLake metadata and statistics."""
-        from dbt_common.clients.agate_helper import table_from_rows
-
-        runtime = self.runtime()
-        lake = runtime.lake.lake
-        rows = []
-        view_comments = {}
-        with lake.read() as conn:
-            wanted = {s.lower() for s in schemas}
-            for table in lake.tables(None, None, conn):
-                if table.schema_name.lower() not in wanted:
-                    continue
-                stats = inlined_data.live_size(lake, table.table_id, conn)
-                comment = lake.comment(table.table_id, conn)
-                col_comments = lake.column_comments(table.table_id, conn)
-                for i, col in enumerate(lake.columns(table.table_id, None, conn)):
-                    rows.append(_catalog_row(table.schema_name, table.table_name, "table",
-                                             comment, col.column_name, i + 1,
-                                             _type_name(col),
-                                             col_comments.get(col.column_id), stats))
-            views = [v for v in lake.views(None, None, conn)
-                     if v.schema_name.lower() in wanted]
-            for view in views:
-                view_comments[view.view_id] = lake.comment(view.view_id, conn)
-        for view in views:
-            relation = self.Relation.create(schema=view.schema_name, identifier=view.view_name)
-            try:
-                fields = runtime.registry.run_with_views(
-                    lambda r=relation: runtime.spark.table(r.render())).schema.fields
-            except Exception:  # noqa: BLE001 - a view Spark cannot analyse has no columns
-                continue
-            for i, f in enumerate(fields):
-                rows.append(_catalog_row(view.schema_name, view.view_name, "view",
-                                         view_comments[view.view_id], f.name, i + 1,
-                                         f.dataType.simpleString(), None, None))
-        columns = ["table_database", "table_schema", "table_name", "table_type", "table_comment",
-                   "table_owner", "column_name", "column_index", "column_type", "column_comment",
-                   "stats:row_count:label", "stats:row_count:value",
-                   "stats:row_count:description", "stats:row_count:include",
-                   "stats:bytes:label", "stats:bytes:value", "stats:bytes:description",
-                   "stats:bytes:include"]
-        # Nodes carry no database (the lake is the only one), so neither do catalog rows.
-        return table_from_rows([[None, *r] for r in rows], columns)
+        return docs.catalog(self.runtime(), schemas)
 
     def get_catalog_for_single_relation(self, relation: BaseRelation) -> Any:
         """Table and column metadata of one relation, from the same rows as the docs catalog."""
-        from dbt_common.contracts.metadata import (
-            CatalogTable,
-            ColumnMetadata,
-            StatsItem,
-            TableMetadata,
-        )
-
-        table = self.ducklake_catalog([relation.schema])
-        rows = [r for r in table.rows if r["table_schema"] == relation.schema
-                and r["table_name"] == relation.identifier]
-        if not rows:
-            return None
-        first = rows[0]
-        # The shape `dbt docs generate` builds from the same catalog columns (dbt-core's
-        # format_stats): the stats that are shown, plus `has_stats`, never shown itself.
-        stats = {key: StatsItem(id=key, label=first[f"stats:{key}:label"],
-                                value=first[f"stats:{key}:value"], include=True,
-                                description=first[f"stats:{key}:description"])
-                 for key in ("row_count", "bytes") if first[f"stats:{key}:include"]}
-        stats["has_stats"] = StatsItem(
-            id="has_stats", label="Has Stats?", value=len(stats) > 0, include=False,
-            description="Indicates whether there are statistics for this table")
-        return CatalogTable(
-            metadata=TableMetadata(type=first["table_type"], schema=relation.schema,
-                                   name=relation.identifier, database=None,
-                                   comment=first["table_comment"], owner=None),
-            columns={r["column_name"]: ColumnMetadata(type=r["column_type"],
-                                                      index=int(r["column_index"]),
-                                                      name=r["column_name"],
-                                                      comment=r["column_comment"])
-                     for r in rows if r["column_name"] is not None},
-            stats=stats,
-        )
+        return docs.catalog_table(self.runtime(), relation)
 
     @classmethod
     def _catalog_filter_table(cls, table: agate.Table, used_schemas: Any) -> agate.Table:
@@ -430,89 +312,14 @@ class DuckLakeAdapter(SQLAdapter):
 
         Returns what dbt expects of the macro: an object with ``response`` and ``table``.
         """
-        import datetime as dt
-        from types import SimpleNamespace
-
-        from dbt.adapters.contracts.connection import AdapterResponse
-        from dbt_common.clients.agate_helper import table_from_rows
-
-        lake = self.runtime().lake.lake
-        snapshots = lake.snapshots()
-        rows = []
-        for relation in relations:
-            try:
-                table = lake.table(relation.schema, relation.identifier)
-            except NotFoundError:
-                continue
-            created = f'created_table:"{relation.schema}"."{relation.identifier}"'
-            touched = {f"{kind}:{table.table_id}" for kind in (
-                "inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete",
-                "altered_table")} | {created}
-            last = None
-            for snapshot in snapshots:
-                if touched & set(snapshot.changes):
-                    last = snapshot
-            if last is not None:
-                now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-                when = last.snapshot_time.astimezone(dt.timezone.utc).replace(tzinfo=None)
-                rows.append([relation.schema, relation.identifier, when, now])
-        table = table_from_rows(rows, ["schema", "identifier", "last_modified", "snapshotted_at"])
-        return SimpleNamespace(response=AdapterResponse(_message="OK"), table=table)
+        return docs.last_modified(self.runtime(), relations)
 
     # ------------------------------------------------------------------ python models
     @available.parse_none
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
-        runtime = self.runtime()
         relation = self.Relation.create(schema=parsed_model["schema"],
                                         identifier=parsed_model["alias"])
-        config = parsed_model.get("config", {})
-        result: dict[str, Any] = {}
-
-        def load(name: str) -> Any:
-            return runtime.registry.run_with_views(lambda: runtime.spark.table(name))
-
-        def write(df: Any) -> None:
-            from pyspark.sql import DataFrame
-
-            if not isinstance(df, DataFrame):
-                # pandas-on-Spark frames convert themselves; pandas frames go through Arrow
-                df = df.to_spark() if hasattr(df, "to_spark") else \
-                    runtime.spark.createDataFrame(df)
-            _check_writable(runtime)
-            name = (relation.schema, relation.identifier)
-            info = runtime.engine.commit_info("PYTHON MODEL")
-            if not runtime.lake.lake.schemas() or relation.schema not in [
-                    s.schema_name for s in runtime.lake.lake.schemas()]:
-                runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
-            raw = config.get("partition_by") or config.get("partitioned_by") or []
-            partition_by = [raw] if isinstance(raw, str) else list(raw)
-            if f"{relation.schema}.{relation.identifier}" in runtime.lake.tables(relation.schema):
-                runtime.lake.table(name).replace(df, info=info, partition_by=partition_by)
-            else:
-                runtime.lake.create_table(name, df, info=info, partition_by=partition_by)
-            runtime.registry.invalidate()
-            result["rows"] = -1
-
-        def temp_view(df: Any, name: str) -> None:
-            from pyspark.sql import DataFrame
-
-            if not isinstance(df, DataFrame):
-                df = df.to_spark() if hasattr(df, "to_spark") else \
-                    runtime.spark.createDataFrame(df)
-            df.createOrReplaceTempView(name)
-            result["rows"] = -1
-
-        scope = {"spark": runtime.spark, "ducklake_load": load, "ducklake_write": write,
-                 "ducklake_temp_view": temp_view, "__name__": "__dbt_python_model__"}
-        # Template indentation lands before the first line; module code starts at column 0.
-        code = compiled_code.lstrip()
-        try:
-            exec(compile(code, f"<python model {parsed_model['unique_id']}>", "exec"), scope)
-        except DuckLakeError as exc:
-            raise DbtRuntimeError(f"Python model failed: {exc}") from exc
-        from dbt.adapters.contracts.connection import AdapterResponse
-
-        return AdapterResponse(_message="OK")
+        return python_models.submit(self.runtime(), relation, parsed_model, compiled_code)
 
     def generate_python_submission_response(self, submission_result: Any) -> Any:
         return submission_result
@@ -524,63 +331,3 @@ class DuckLakeAdapter(SQLAdapter):
     @property
     def python_submission_helpers(self) -> dict[str, Any]:
         return {}
-
-
-
-def _check_writable(runtime: Runtime) -> None:
-    try:
-        runtime.engine.check_writable()
-    except DuckLakeError as exc:
-        raise DbtRuntimeError(str(exc)) from exc
-
-
-_UNQUOTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _check_seed_header(relation: BaseRelation, names: list[str], delimiter: str) -> None:
-    """With ``quote_columns: false`` a seed's header must be plain identifiers. One that is not
-    is nearly always a header split with the wrong ``delimiter`` (one column named
-    ``id|name|...``), which would otherwise load silently as a single wide column."""
-    for name in names:
-        if _UNQUOTED_IDENTIFIER.fullmatch(name):
-            continue
-        found = [d for d in ("|", ";", "\t", ",") if d != delimiter and d in name]
-        hint = (f"the header looks {found[0]!r}-delimited: set delimiter: '{found[0]}' in the "
-                "seed's config" if found else "check the seed's delimiter")
-        raise DbtRuntimeError(
-            f"Syntax error in seed {relation}: column name {name!r} is not a valid unquoted "
-            f"identifier (quote_columns is false; the header was split on {delimiter!r}). "
-            f"{hint.capitalize()}, or set quote_columns: true to keep such names.")
-
-
-def _seed_text(value: Any) -> str | None:
-    import datetime as dt
-    from decimal import Decimal
-
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Decimal):
-        text = format(value, "f")
-        return text
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    return str(value)
-
-
-def _type_name(column: Any) -> str:
-    try:
-        return spark_type(column).simpleString()
-    except DuckLakeError:
-        return column.column_type
-
-
-def _catalog_row(schema: str, name: str, kind: str, comment: str | None, column: str | None,
-                 index: int | None, column_type: str | None, column_comment: str | None,
-                 stats: Any) -> list[Any]:
-    has_stats = stats is not None
-    rows, size = stats if has_stats else (None, None)
-    return [schema, name, kind, comment, None, column, index, column_type, column_comment,
-            "Row count", rows, "Live rows at the latest snapshot (DuckLake metadata)", has_stats,
-            "Size", size, "Bytes of live Parquet data files", has_stats]
