@@ -31,7 +31,8 @@ PANELS: dict[str, list[tuple[str, bool]]] = {
     "compaction": [("scan before", True), ("scan after", True),
                    ("merge adjacent files", True)],
     "dbt_project": [("dbt build (first)", False), ("dbt build (incremental)", False)],
-    "reads": [("scan", True), ("day", True), ("ids", True), ("window", True)],
+    "reads": [("scan", True), ("day", True), ("ids", True), ("window", True),
+              ("microbatch batch", True), ("microbatch run", True)],
 }
 
 
@@ -54,9 +55,14 @@ def plot(path: str) -> str:
         data = json.load(f)
     name = os.path.basename(path)[:-5]
     panels = PANELS[data["benchmark"].split("-")[0]]  # merge-recent is drawn as merge
-    width = max(4.2 * len(panels), 7.5)
-    fig, axes = plt.subplots(1, len(panels), figsize=(width, 3.8), squeeze=False)
-    for ax, (metric, log) in zip(axes[0], panels):
+    cols = len(panels) if len(panels) <= 4 else -(-len(panels) // 2)  # > 4 panels: two rows
+    rows_of_panels = -(-len(panels) // cols)
+    width = max(4.2 * cols, 7.5)
+    fig, axes = plt.subplots(rows_of_panels, cols, figsize=(width, 3.8 * rows_of_panels),
+                             squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (metric, log) in zip(axes.flat, panels):
         if data["benchmark"] == "planning":
             rows = sorted((m for m in data["metrics"] if m["name"].startswith("plan")),
                           key=lambda m: (m["system"], m["name"]))
