@@ -166,3 +166,45 @@ def test_a_column_given_its_own_type_makes_no_snapshot(engine, lake, duck):  # n
     assert lake.lake.latest_snapshot().snapshot_id == before + 1
     assert duck.execute("SELECT typeof(n), n, s FROM lake.main.typed").fetchall() == \
         [("BIGINT", 1, "a")]
+
+
+def test_a_table_state_is_kept_until_a_snapshot_changes_its_table(spark, lake, duck,  # noqa: ANN001
+                                                                  monkeypatch):
+    """Reading a table again costs no file queries while later snapshots change only other
+    tables; any change to it (from either engine), a rename, a compaction or a new table of
+    any name makes the next read load it again, and every read is right."""
+    from dbt.adapters.ducklake.lake.catalog import Lake
+
+    loads: list[int] = []
+    original = Lake.data_files
+
+    def counted(self, table_id, *args, **kwargs):  # noqa: ANN001, ANN202
+        loads.append(table_id)
+        return original(self, table_id, *args, **kwargs)
+
+    monkeypatch.setattr(Lake, "data_files", counted)
+    duck.execute("CREATE TABLE lake.a(i INTEGER)")
+    duck.execute("CREATE TABLE lake.other(i INTEGER)")
+    duck.execute("INSERT INTO lake.a SELECT range FROM range(5)")
+
+    def read_a() -> list[tuple]:
+        loads.clear()
+        return spark_rows(lake.table("main.a").read())
+
+    assert read_a() == [(i,) for i in range(5)] and loads
+    duck.execute("INSERT INTO lake.other VALUES (1)")
+    duck.execute("DELETE FROM lake.other")
+    duck.execute("CREATE VIEW lake.v AS SELECT 1 AS x")
+    lake.table("main.other").append(spark.range(3).selectExpr("CAST(id AS INT) AS i"))
+    assert read_a() == [(i,) for i in range(5)] and not loads, "other tables' snapshots"
+    for change in ("INSERT INTO lake.a VALUES (7)", "DELETE FROM lake.a WHERE i = 0",
+                   "ALTER TABLE lake.a ADD COLUMN j INTEGER DEFAULT 1",
+                   "CALL ducklake_flush_inlined_data('lake')"):
+        duck.execute(change)
+        expected = sorted(duck_rows(duck, "SELECT * FROM lake.a"))
+        assert read_a() == expected and loads, change
+    duck.execute("CREATE TABLE lake.b(i INTEGER)")  # a new name: could be a rename
+    assert read_a() == sorted(duck_rows(duck, "SELECT * FROM lake.a")) and loads
+    duck.execute("ALTER TABLE lake.a RENAME TO a2")
+    with pytest.raises(Exception, match="a"):
+        lake.table("main.a").read()

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
+from sqlalchemy import Connection, text
 
 from ..lake import inlined_data
 from ..lake.catalog import Lake, build_column_tree, join_path, visible
@@ -36,7 +37,15 @@ from ..lake.delete_files import (
 )
 from ..lake.errors import DataFileError
 from ..lake.files import strip_scheme
-from ..lake.models import ColumnInfo, DataFile, DeleteFile, NameMapping, SchemaInfo, TableInfo
+from ..lake.models import (
+    ColumnInfo,
+    DataFile,
+    DeleteFile,
+    NameMapping,
+    SchemaInfo,
+    TableInfo,
+    split_changes,
+)
 from ..lake.pruning import SKIPPING_TYPES
 from . import skipping
 from .types import FIELD_ID_KEY, convert, needs_conversion, spark_type
@@ -94,9 +103,22 @@ class TableState:
 # Table states read recently, per lake: (schema, table, snapshot, latest snapshot) -> state.
 # What a snapshot holds only changes when a later snapshot is committed (a compaction or flush
 # rewrites how older snapshots are stored, and commits a snapshot doing so), so a state stays
-# valid as long as the lake's latest snapshot is the one it was read under.
+# valid as long as the lake's latest snapshot is the one it was read under. A state of the
+# latest snapshot stays valid longer: until a snapshot changes its table (see _untouched).
 _STATES: weakref.WeakKeyDictionary[Lake, OrderedDict[tuple[Any, ...], TableState]] = \
     weakref.WeakKeyDictionary()
+# (lake, schema, table) -> (latest state, the latest snapshot it is known to be valid at)
+_LATEST: weakref.WeakKeyDictionary[Lake, dict[tuple[str, str], tuple[TableState, int]]] = \
+    weakref.WeakKeyDictionary()
+# changes_made tokens that name the table they change by id
+_TABLE_CHANGES = frozenset({
+    "inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete",
+    "flushed_inlined", "inline_flush", "merge_adjacent", "rewrite_delete", "altered_table",
+    "dropped_table"})
+# ... and those that cannot change a table's contents
+_OTHER_CHANGES = frozenset({
+    "created_schema", "created_view", "dropped_view", "altered_view", "created_scalar_macro",
+    "created_table_macro", "dropped_scalar_macro", "dropped_table_macro"})
 _STATES_PER_LAKE = 64
 _STATES_LOCK = threading.Lock()
 
@@ -108,10 +130,12 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
     ``contents=False`` reads only what a write needs (table, columns, directory, limit) and
     skips files and inlined rows: an append must not cost more as the table grows.
 
-    A state with contents is kept while the lake's latest snapshot stays the same: reading
-    the same table again (a dbt run reads its upstream tables again and again) then costs one
-    snapshot lookup instead of the file, delete and inlined-row queries. States are shared:
-    derive new ones with ``dataclasses.replace``, never change them in place.
+    A state with contents is kept while the lake's latest snapshot stays the same, and a
+    state of the latest snapshot until a later snapshot changes its table: reading the same
+    table again (a dbt run reads its upstream tables again and again, while each model
+    commits its own) then costs one snapshot lookup instead of the file, delete and
+    inlined-row queries. States are shared: derive new ones with ``dataclasses.replace``,
+    never change them in place.
     """
     with lake.read() as conn:
         latest = lake.latest_snapshot(conn)
@@ -126,6 +150,12 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
                 if hit is not None:
                     states.move_to_end(key)
                     return hit
+                kept = _LATEST.setdefault(lake, {}).get((schema_name, table_name)) \
+                    if s == latest.snapshot_id else None
+            if kept is not None and _untouched(lake, conn, kept[0], kept[1], s):
+                with _STATES_LOCK:
+                    _LATEST[lake][(schema_name, table_name)] = (kept[0], s)
+                return kept[0]
         schema = lake.schema(schema_name, s, conn)
         table = lake.table(schema_name, table_name, s, conn)
         columns = lake.columns(table.table_id, s, conn)
@@ -159,7 +189,41 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
         states[key] = state
         while len(states) > _STATES_PER_LAKE:
             states.popitem(last=False)
+        if s == latest.snapshot_id:
+            latest_states = _LATEST.setdefault(lake, {})
+            latest_states[(schema_name, table_name)] = (state, s)
+            while len(latest_states) > _STATES_PER_LAKE:
+                latest_states.pop(next(iter(latest_states)))
     return state
+
+
+def _untouched(lake: Lake, conn: Connection, state: TableState, since: int, until: int) -> bool:
+    """Whether no snapshot ``since < s <= until`` changed the table of ``state``, so that
+    the state read at ``since`` is the table at ``until`` as well.
+
+    Only changes that name another table by id, or touch no table, leave it untouched: a
+    rename shows only the new name (``created_table``), so any table creation counts, as does
+    a dropped schema or a change this reader does not know. A missing snapshot (expired in
+    between) counts too, as its changes cannot be seen.
+    """
+    if until <= since:
+        return until == since
+    rows = conn.execute(text(
+        f"SELECT changes_made FROM {lake.t('ducklake_snapshot_changes')} "
+        "WHERE snapshot_id > :a AND snapshot_id <= :b"), {"a": since, "b": until}).all()
+    if len(rows) != until - since:
+        return False
+    table_id = str(state.table.table_id)
+    for (changes,) in rows:
+        for token in split_changes(str(changes) if changes is not None else None):
+            kind, _, value = token.partition(":")
+            kind = kind.lower()
+            if kind in _TABLE_CHANGES:
+                if value.strip() == table_id:
+                    return False
+            elif kind not in _OTHER_CHANGES:
+                return False
+    return True
 
 
 def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = False,
