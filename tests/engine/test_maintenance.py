@@ -422,3 +422,241 @@ def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
     assert meta.row_group(0).column(0).compression == "ZSTD"
     assert live_files(lake, "b") == b_files > 1
     read_all(duck, lake, "a")
+
+
+# ------------------------------------------------------------------------ types Spark lacks
+# Columns whose DuckDB type Spark has no type for, with the values each row gets: extremes,
+# NULLs, unsigned values on both sides of 2**31 / 2**63 (so that a file's signed statistics
+# straddle), hugeints DuckDB's DOUBLE cast rounds differently from float(), nanoseconds.
+# ``q`` has uuids (its files are written by pyarrow), ``p`` none (Spark writes them).
+PHYSICAL_COLUMNS = {
+    "t": "TIME", "tz": "TIMETZ", "h": "HUGEINT", "uh": "UHUGEINT", "u1": "UTINYINT",
+    "u2": "USMALLINT", "u4": "UINTEGER", "u8": "UBIGINT", "ns": "TIMESTAMP_NS",
+    "l": "UINTEGER[]", "lt": "TIME[]", "s": "STRUCT(a TIME, b UBIGINT)",
+}
+UUID_COLUMNS = {"u": "UUID", "su": "STRUCT(x UUID, y UINTEGER)", "m": "MAP(VARCHAR, UUID)"}
+EXTREMES = [
+    {"t": "'00:00:00'", "tz": "'00:00:00+15:59'", "h": str(-(2**126) - 2**73 - 1),
+     "uh": str(2**126 + 2**70 + 1), "u1": "255", "u2": "65535", "u4": "4294967295",
+     "u8": "18446744073709551615", "ns": "'1677-09-22 00:00:00.000000001'",
+     "l": "[4294967295, 0, NULL]", "lt": "['23:59:59.999999', NULL]",
+     "s": "{'a': '23:59:59.999999', 'b': 18446744073709551615}",
+     "u": "'ffffffff-ffff-ffff-ffff-ffffffffffff'",
+     "su": "{'x': '00000000-0000-0000-0000-000000000000', 'y': 2147483648}",
+     "m": "MAP {'k': 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'n': NULL}"},
+    {"t": "'23:59:59.999999'", "tz": "'23:59:59.999999-15:59'", "h": str(-(2**90) - 2**37 - 1),
+     "uh": "0", "u1": "0", "u2": "0", "u4": "0", "u8": "0",
+     "ns": "'2262-04-11 23:47:16.854775'", "l": "[]", "lt": "[]", "s": "{'a': NULL, 'b': 0}",
+     "u": "'00000000-0000-0000-0000-000000000000'", "su": "{'x': NULL, 'y': NULL}",
+     "m": "MAP {}"},
+    {"t": "'12:30:00.5'", "tz": "'12:30:00.5+02'", "h": "9223372036854775809",
+     "uh": "18446744073709553665", "u1": "128", "u2": "32768", "u4": "2147483648",
+     "u8": "9223372036854775808", "ns": "'1969-12-31 23:59:59.999999999'", "l": "[2147483647]",
+     "lt": "['00:00:00', '12:30:00.5']", "s": "{'a': '00:00:00', 'b': 9223372036854775807}",
+     "u": "'7fffffff-ffff-ffff-8000-000000000000'",
+     "su": "{'x': '80000000-0000-0000-0000-000000000001', 'y': 1}", "m": "NULL"},
+    dict.fromkeys({**PHYSICAL_COLUMNS, **UUID_COLUMNS}, "NULL"),
+]
+
+
+def physical_row(i: int) -> dict[str, str]:
+    """An ordinary row; ``u4``/``u8`` cross 2**31 / 2**63 every other row."""
+    return {
+        "t": f"'{i % 24:02d}:{i % 60:02d}:01.{i:06d}'", "tz": f"'{i % 24:02d}:00:00+0{i % 10}'",
+        "h": str(-12345678901234567 * i), "uh": str(2**64 * i + 2**11 + 1),
+        "u1": str(i % 256), "u2": str(i * 3), "u4": str(2**31 + i if i % 2 else i),
+        "u8": str(2**63 + i if i % 2 else i), "ns": f"'2024-01-15 12:30:00.{i:09d}'",
+        "l": f"[{i}, {2**32 - i}]", "lt": f"['00:00:{i % 60:02d}.{i:06d}']",
+        "s": f"{{'a': '01:02:{i % 60:02d}', 'b': {2**64 - i}}}",
+        "u": f"'{i:08x}-0000-4000-8000-{i:012x}'",
+        "su": f"{{'x': '{i:08x}-0000-4000-8000-ffffffffffff', 'y': {2**32 - i}}}",
+        "m": f"MAP {{'k{i}': '{i:08x}-0000-4000-8000-000000000000'}}",
+    }
+
+
+def physical_history(duck, table: str, columns: dict[str, str]) -> list[int]:  # noqa: ANN001
+    """DuckDB writes ``table``: inlined rows, files, deletes (inlined and delete files), an
+    update, type promotions; returns every snapshot id. Inlined rows have NULL structs:
+    DuckDB 1.5.5 cannot read back the inlined struct it writes when a child needs a CAST
+    (TIME, UUID, ...)."""
+    names = ", ".join(["id", *columns])
+
+    def values(rows: list[tuple[int, dict[str, str]]]) -> str:
+        return ", ".join("(" + ", ".join([str(i)] + [r[c] for c in columns]) + ")"
+                         for i, r in rows)
+
+    def insert(rows: list[tuple[int, dict[str, str]]], inlined: bool = False) -> int:
+        if inlined:
+            rows = [(i, {**r, "s": "NULL", "su": "NULL"}) for i, r in rows]
+        duck.execute(f"INSERT INTO lake.{table} ({names}) VALUES {values(rows)}")
+        return latest(duck)
+
+    duck.execute(f"CREATE TABLE lake.{table} (id INTEGER, "
+                 + ", ".join(f"{c} {t}" for c, t in columns.items()) + ")")
+    snaps = [latest(duck)]
+    snaps.append(insert(list(enumerate(EXTREMES)), inlined=True))
+    snaps.append(insert([(i, physical_row(i)) for i in range(10, 30)]))      # file
+    snaps.append(insert([(i, physical_row(i)) for i in range(30, 50)]))      # file
+    duck.execute(f"DELETE FROM lake.{table} WHERE id = 1 OR id BETWEEN 12 AND 25")
+    snaps.append(latest(duck))
+    duck.execute(f"UPDATE lake.{table} SET u4 = 7, t = '24:00:00' WHERE id BETWEEN 31 AND 44")
+    snaps.append(latest(duck))
+    snaps.append(insert([(i, physical_row(i)) for i in (60, 61)], inlined=True))
+    snaps.append(insert([(i, EXTREMES[i % 3]) for i in range(70, 82)]))      # file
+    # promoted types: files written before read as the new type (a rewrite writes them so)
+    duck.execute(f"ALTER TABLE lake.{table} ALTER COLUMN u1 SET DATA TYPE UINTEGER")
+    duck.execute(f"ALTER TABLE lake.{table} ALTER COLUMN id SET DATA TYPE HUGEINT")
+    snaps.append(latest(duck))
+    snaps.append(insert([(90, physical_row(90))], inlined=True))
+    return snaps
+
+
+def physical_duck(duck, table: str, columns: dict[str, str], snaps: list[int],  # noqa: ANN001
+                  exact_hugeints: bool) -> dict:
+    """DuckDB's reading of every snapshot (with row ids) and change feed, every value as
+    text. Parquet holds a TIMETZ in UTC and hugeints as DOUBLE, so DuckDB's own flush changes
+    those as well: across a flush they compare in UTC and as DOUBLE."""
+    def text(c: str) -> str:
+        if c in ("h", "uh") and not exact_hugeints:
+            return f"{c}::DOUBLE::VARCHAR"
+        return f"timezone('UTC', {c})::VARCHAR" if c == "tz" else f"{c}::VARCHAR"
+
+    cols = ", ".join(["id", *[text(c) for c in columns]])
+    out: dict = {}
+    for s in snaps[1:]:
+        out[("read", s)] = duck_rows(
+            duck, f"SELECT rowid, {cols} FROM lake.{table} AT (VERSION => {s})")
+    for start, end in [(s, s) for s in snaps[1:]] + [(snaps[0], snaps[-1]), (snaps[2], snaps[5])]:
+        out[("changes", start, end)] = duck_rows(
+            duck, f"SELECT snapshot_id, rowid, change_type, {cols} FROM "
+                  f"ducklake_table_changes('lake', 'main', '{table}', {start}, {end})")
+    return out
+
+
+def physical_ours(lake, table: str, snaps: list[int]) -> dict:  # noqa: ANN001
+    """Our reading of the snapshots that differ in kind (inlined rows only, deletes, the
+    update, the last) and of the change feed over the whole history."""
+    ours = lake.table(f"main.{table}")
+    out: dict = {("read", s): ours.read(version=s) for s in (snaps[1], *snaps[4:6], snaps[-1])}
+    out["changes"] = ours.changes(snaps[0], snaps[-1])
+    return {key: (list(df.columns), spark_rows(df)) for key, df in out.items()}
+
+
+def without_hugeints(reading: dict) -> dict:
+    """:func:`physical_ours` without the hugeint columns, which a flush rounds to DOUBLE."""
+    out = {}
+    for key, (names, rows) in reading.items():
+        keep = [i for i, n in enumerate(names) if n not in ("h", "uh")]
+        out[key] = sorted((tuple(r[i] for i in keep) for r in rows), key=repr)
+    return out
+
+
+def assert_same_rows(before: dict, after: dict) -> None:
+    """Equal readings; otherwise the rows that differ, per reading."""
+    diffs = {key: ([r for r in before[key] if r not in after[key]],
+                   [r for r in after[key] if r not in before[key]])
+             for key in before if before[key] != after[key]}
+    assert not diffs, "\n".join(f"{key}:\n  before: {b[:3]}\n  after : {a[:3]}"
+                                 for key, (b, a) in list(diffs.items())[:6])
+
+
+def assert_duckdb_reads_our_files(duck, lake, table: str, columns: dict[str, str]) -> None:  # noqa: ANN001
+    """Every live file of the table, read by DuckDB's own Parquet reader, has the types DuckDB
+    writes for the table's columns when the file was written (HUGEINT as DOUBLE), and its
+    catalog statistics are the file's real bounds."""
+    files = catalog_rows(lake, "SELECT f.data_file_id, f.path, f.begin_snapshot FROM "
+                               "{m}.ducklake_data_file f JOIN {m}.ducklake_table t USING "
+                               f"(table_id) WHERE f.end_snapshot IS NULL AND t.table_name = "
+                               f"'{table}'")
+    ids = dict(catalog_rows(lake, "SELECT c.column_name, c.column_id FROM {m}.ducklake_column "
+                                  "c JOIN {m}.ducklake_table t USING (table_id) WHERE "
+                                  f"t.table_name = '{table}' AND c.parent_column IS NULL "
+                                  "AND c.end_snapshot IS NULL"))
+    table_dir = os.path.join(lake.lake.data_path, "main", table)
+    for file_id, path, begin in files:
+        expected = {name: {"HUGEINT": "DOUBLE", "UHUGEINT": "DOUBLE"}.get(kind, kind)
+                    for name, kind, *_ in duck.execute(
+                        f"DESCRIBE SELECT * FROM lake.{table} AT (VERSION => {begin})").fetchall()
+                    if name in columns}
+        source = f"read_parquet('{os.path.join(table_dir, path)}')"
+        types = {name: kind for name, kind, *_ in duck.execute(
+            f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        assert {c: types[c] for c in columns} == expected, path
+        for c in ("t", "u1", "u2", "u4", "u8", "ns", "u"):
+            if c not in columns:
+                continue
+            stats = catalog_rows(lake, "SELECT min_value, max_value, null_count FROM "
+                                       "{m}.ducklake_file_column_stats WHERE data_file_id = "
+                                       f"{file_id} AND column_id = {ids[c]}")
+            real = duck.execute(f"SELECT min({c})::VARCHAR, max({c})::VARCHAR, "
+                                f"count(*) - count({c}) FROM {source}").fetchone()
+            assert stats == [real], (path, c, stats, real)
+
+
+@pytest.mark.slow
+def test_compaction_of_types_spark_cannot_write(spark, duck, lake, lake_target):  # noqa: ANN001
+    """uuid, time, timetz, (u)hugeint, unsigned integers and timestamp_ns (nested too) are
+    flushed, merged and rewritten as DuckDB writes them: afterwards DuckDB reads every
+    snapshot, row id and change feed as before, and so do we; DuckDB's own maintenance works
+    on the result. ``q`` has uuids (its files are written by pyarrow), ``p`` not (by Spark)."""
+    tables = {"p": PHYSICAL_COLUMNS, "q": {**PHYSICAL_COLUMNS, **UUID_COLUMNS}}
+    snaps = {t: physical_history(duck, t, columns) for t, columns in tables.items()}
+    assert inlined_rows(lake) > 0
+
+    def duck_reading(exact_hugeints: bool) -> dict:
+        return {t: physical_duck(duck, t, columns, snaps[t], exact_hugeints)
+                for t, columns in tables.items()}
+
+    duck_before = duck_reading(exact_hugeints=False)
+    ours_before = {t: physical_ours(lake, t, snaps[t]) for t in tables}
+    flushed = lake.flush_inlined_data()
+    reattach(duck, lake_target)
+    assert len(flushed.tables) == 2 and inlined_rows(lake) == 0
+    for t in tables:
+        assert_same_rows(duck_before[t], physical_duck(duck, t, tables[t], snaps[t], False))
+
+    duck_before = duck_reading(exact_hugeints=True)
+    merged = lake.merge_adjacent_files()
+    assert not merged.skipped and len(merged.tables) == 2
+    rewritten = lake.rewrite_data_files(delete_threshold=0.5)
+    assert not rewritten.skipped and len(rewritten.tables) == 2
+    for t, columns in tables.items():
+        assert_same_rows(duck_before[t], physical_duck(duck, t, columns, snaps[t], True))
+        ours = physical_ours(lake, t, snaps[t])
+        assert_same_rows(without_hugeints(ours_before[t]), without_hugeints(ours))
+        assert_duckdb_reads_our_files(duck, lake, t, columns)
+
+    # DuckDB's own maintenance on what we wrote
+    call(duck, "CALL ducklake_merge_adjacent_files('lake')")
+    call(duck, "CALL ducklake_rewrite_data_files('lake', delete_threshold => 0)")
+    for t, columns in tables.items():
+        assert_same_rows(duck_before[t], physical_duck(duck, t, columns, snaps[t], True))
+        text = ", ".join(["id", *[f"{c}::VARCHAR" for c in columns]])
+        assert duck_rows(duck, f"SELECT rowid, {text} FROM lake.{t}") == \
+            duck_before[t][("read", snaps[t][-1])]
+
+
+@pytest.mark.parametrize("uuids", [False, True], ids=["spark", "pyarrow"])
+def test_flush_of_a_partitioned_table_spark_cannot_write(duck, lake, lake_target,  # noqa: ANN001
+                                                         uuids):
+    """A partitioned table's inlined rows of such types go to one file per partition, in its
+    hive directory, whichever writer (Spark, or pyarrow for uuids) writes them."""
+    extra = ", u UUID" if uuids else ""
+    duck.execute(f"CREATE TABLE lake.pt (region VARCHAR, n UBIGINT, ns TIMESTAMP_NS{extra})")
+    duck.execute("ALTER TABLE lake.pt SET PARTITIONED BY (region)")
+    value = ", 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'" if uuids else ""
+    duck.execute("INSERT INTO lake.pt VALUES "
+                 f"('eu', 18446744073709551615, '2024-01-15 12:30:00.123456789'{value}), "
+                 f"('us', 1, '1969-12-31 23:59:59.999999999'{value}), "
+                 f"(NULL, 9223372036854775808, NULL{value}), ('eu', NULL, NULL{value})")
+    text = "region, n::VARCHAR, ns::VARCHAR" + (", u::VARCHAR" if uuids else "")
+    before = duck_rows(duck, f"SELECT rowid, {text} FROM lake.pt")
+    assert lake.flush_inlined_data().rows_flushed == 4
+    reattach(duck, lake_target)
+    paths = sorted(p for (p,) in catalog_rows(
+        lake, "SELECT path FROM {m}.ducklake_data_file WHERE end_snapshot IS NULL"))
+    assert [p.split("/")[0] for p in paths] == [
+        "region=__HIVE_DEFAULT_PARTITION__", "region=eu", "region=us"]
+    assert duck_rows(duck, f"SELECT rowid, {text} FROM lake.pt") == before
+    assert duck_rows(duck, f"SELECT rowid, {text} FROM lake.pt WHERE region = 'eu'") == \
+        [r for r in before if r[1] == "eu"]

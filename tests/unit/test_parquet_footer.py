@@ -262,3 +262,114 @@ def test_set_field_ids_rejects_unknown_paths_without_touching_the_file(tmp_path:
     bogus.write_bytes(b"PAR1" + b"\x00" * 20)
     with pytest.raises(ValueError):
         pf.set_field_ids(str(bogus), {})
+
+
+# ---------------------------------------------------------------------------------------------
+# pf.retype_file: DuckDB's annotations on physically written columns
+# ---------------------------------------------------------------------------------------------
+
+PHYSICAL_TYPES = ("u UUID, t TIME, tz TIMETZ, h HUGEINT, uh UHUGEINT, u1 UTINYINT, "
+                  "u2 USMALLINT, u4 UINTEGER, u8 UBIGINT, ns TIMESTAMP_NS, l UINTEGER[]")
+PHYSICAL_LEAVES = {
+    ("u",): "uuid", ("t",): "time", ("tz",): "timetz", ("h",): "int128", ("uh",): "uint128",
+    ("u1",): "uint8", ("u2",): "uint16", ("u4",): "uint32", ("u8",): "uint64",
+    ("ns",): "timestamp_ns", ("l", "list", "element"): "uint32",
+}
+# Rows whose unsigned values straddle 2**31 / 2**63 (bounds re-computed from the values), and
+# rows all in the upper half (the writer's signed bounds are re-used).
+STRADDLING = [
+    "('ffffffff-ffff-ffff-ffff-ffffffffffff', '24:00:00', '00:00:00+15:59', "
+    "-85070591730234615865843651857942052864, 0, 255, 65535, 4294967295, "
+    "18446744073709551615, '1677-09-22 00:00:00.000000001', [4294967295, 0, NULL])",
+    "('00000000-0000-0000-0000-000000000000', '00:00:00', '23:59:59.999999-15:59', "
+    "9223372036854775809, 18446744073709553665, 0, 0, 0, 0, "
+    "'2262-04-11 23:47:16.854775', [2147483647])",
+    "(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "('7fffffff-ffff-ffff-8000-000000000000', '12:30:00.5', '12:30:00.5+02', -3, 3, 128, "
+    "32768, 2147483648, 9223372036854775808, '1969-12-31 23:59:59.999999999', [])",
+]
+UPPER_HALF = [
+    "('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '01:02:03', '01:02:03+01', 1, 1, 200, 40000, "
+    "3000000000, 10000000000000000000, '2024-01-15 12:30:00.123456789', [4000000000])",
+    "('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', '01:02:04', '01:02:04+01', 2, 2, 201, 40001, "
+    "2147483649, 9223372036854775809, '2024-01-15 12:30:00.123456788', [2147483648])",
+]
+
+
+def physical_file(table: pa.Table, path: Path) -> None:
+    """``table`` (DuckDB's file read by pyarrow) written with the bare physical types Spark
+    and our pyarrow writer produce: unsigned bit patterns as signed ints, times and
+    nanosecond timestamps as INT64, uuids as 16 plain bytes."""
+    out = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        kind = column.type
+        if isinstance(kind, pa.BaseExtensionType):  # arrow.uuid
+            out[name] = column.storage
+        elif pa.types.is_time(kind) or pa.types.is_timestamp(kind):
+            out[name] = column.cast(pa.int64())
+        elif pa.types.is_list(kind):
+            out[name] = pa.ListArray.from_arrays(column.offsets, column.values.view(pa.int32()),
+                                                 mask=column.is_null())
+        elif kind in (pa.uint8(), pa.uint16()):
+            out[name] = column.cast(pa.int32())
+        elif kind == pa.uint32():
+            out[name] = column.view(pa.int32())
+        elif kind == pa.uint64():
+            out[name] = column.view(pa.int64())
+        else:
+            out[name] = column
+    pq.write_table(pa.table(out), path, store_schema=False)
+    assert not any(pq.read_schema(path).field(n).type == table.schema.field(n).type
+                   for n in ("u", "t", "u4", "ns"))
+
+
+@pytest.mark.parametrize("rows", [STRADDLING, UPPER_HALF], ids=["straddling", "upper-half"])
+def test_retyped_file_is_what_duckdb_writes(tmp_path: Path, rows: list[str]) -> None:
+    """A physically written file, retyped, has DuckDB's own annotations and statistics for
+    every type, and DuckDB reads the values it wrote itself."""
+    from dbt.adapters.ducklake.spark.write import _bounds_reader
+
+    con = duckdb_connect()
+    duck_file, ours = tmp_path / "duck.parquet", tmp_path / "ours.parquet"
+    typed = [c.split(" ", 1) for c in PHYSICAL_TYPES.split(", ")]
+    names = [n for n, _ in typed]
+    con.execute(f"COPY (SELECT {', '.join(f'{n}::{t} AS {n}' for n, t in typed)} FROM "
+                f"(VALUES {', '.join(rows)}) v({', '.join(names)})) TO '{duck_file}' "
+                "(FORMAT parquet)")
+    physical_file(pq.read_table(duck_file), ours)
+    data_before = ours.read_bytes()[:pf.read_footer(str(ours))[0]]
+
+    size, footer_len = pf.retype_file(str(ours), PHYSICAL_LEAVES, _bounds_reader(str(ours)))
+
+    raw = ours.read_bytes()
+    assert size == len(raw) and int.from_bytes(raw[-8:-4], "little") == footer_len
+    assert raw.startswith(data_before)
+    text = ", ".join(f"{n}::VARCHAR" for n in names)
+    assert con.execute(f"SELECT {text} FROM read_parquet('{ours}')").fetchall() == \
+        con.execute(f"SELECT {text} FROM read_parquet('{duck_file}')").fetchall()
+    schema = ("SELECT name, type, type_length, converted_type, logical_type "
+              "FROM parquet_schema('{}') WHERE name <> 'list' AND num_children IS NULL")
+    assert con.execute(schema.format(ours)).fetchall() == \
+        con.execute(schema.format(duck_file)).fetchall()
+    stats = ("SELECT path_in_schema, stats_min_value, stats_max_value, stats_null_count "
+             "FROM parquet_metadata('{}') ORDER BY column_id")
+    # DuckDB writes no statistics at all for TIMETZ; we keep the (exact) null count
+    nulls = con.execute(f"SELECT count(*) - count(tz) FROM '{duck_file}'").fetchone()[0]
+    assert con.execute(stats.format(ours)).fetchall() == [
+        (path, lo, hi, nulls if path == "tz" else n)
+        for path, lo, hi, n in con.execute(stats.format(duck_file)).fetchall()]
+    con.close()
+
+
+def test_retype_refuses_a_leaf_of_another_physical_type(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"u": pa.array([b"ab"], pa.binary()),
+                             "t": pa.array([1], pa.int32())}), path)
+    raw = path.read_bytes()
+    for leaves in ({("u",): "uuid"}, {("t",): "time"}):
+        with pytest.raises(ValueError, match="not stored as DuckDB stores"):
+            pf.retype_file(str(path), leaves)
+    with pytest.raises(KeyError):
+        pf.retype_file(str(path), {("x",): "time"})
+    assert path.read_bytes() == raw

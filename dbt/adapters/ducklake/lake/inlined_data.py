@@ -17,7 +17,12 @@ from sqlalchemy import Connection, text
 from . import stats as lake_stats
 from .catalog import Lake, visible
 from .commit import CommitContext, quote_name
-from .inlined_values import encode_inlined, inlined_column_type, inlined_decoder
+from .inlined_values import (
+    encode_inlined,
+    inlined_column_type,
+    inlined_decoder,
+    parquet_decoder,
+)
 from .models import ColumnInfo, FileColumnStats, InlinedDataTable
 
 RESERVED_COLUMN_NAMES = frozenset(
@@ -235,9 +240,15 @@ def _columns_of_version(lake: Lake, conn: Connection, table: InlinedDataTable) -
 
 
 def read_rows(
-    lake: Lake, conn: Connection, table_id: int, where: str, params: dict[str, Any]
+    lake: Lake, conn: Connection, table_id: int, where: str, params: dict[str, Any],
+    exact: bool = False,
 ) -> list[InlinedRows]:
-    """Inlined rows of a table matching ``where`` (over begin_snapshot / end_snapshot)."""
+    """Inlined rows of a table matching ``where`` (over begin_snapshot / end_snapshot).
+
+    ``exact`` (a flush): TIME, TIMETZ and TIMESTAMP_NS values come as the integers DuckDB
+    writes to Parquet (:func:`.inlined_values.parquet_decoder`), not as Python times, which
+    lose nanoseconds, 24:00:00 and the offset of a TIMETZ.
+    """
     out = []
     for table in lake.inlined_data_tables(table_id, conn):
         result = conn.execute(text(f"SELECT * FROM {lake.t(table.table_name)} WHERE {where} "
@@ -254,7 +265,8 @@ def read_rows(
             cols = list(version_columns)
         keep = [(i, c) for i, c in enumerate(cols) if c is not None]
         kept_cols = tuple(c for _, c in keep)
-        decoders = [(3 + i, inlined_decoder(c, lake.dialect)) for i, c in keep]
+        decoder = parquet_decoder if exact else inlined_decoder
+        decoders = [(3 + i, decoder(c, lake.dialect)) for i, c in keep]
         values = [tuple(decode(r[i]) for i, decode in decoders) for r in raw]
         out.append(InlinedRows(
             tuple(c.column_id for c in kept_cols), kept_cols,

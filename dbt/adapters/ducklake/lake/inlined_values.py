@@ -47,7 +47,8 @@ from .errors import InvalidArgumentError, UnsupportedTypeError
 from .models import ColumnInfo
 from .types import LakeType
 
-__all__ = ["MonthDayNano", "decode_inlined", "encode_inlined", "inlined_column_type"]
+__all__ = ["MonthDayNano", "decode_inlined", "encode_inlined", "inlined_column_type",
+           "parquet_decoder", "parquet_int"]
 
 SQLITE = "sqlite"
 POSTGRES = "postgresql"
@@ -611,6 +612,83 @@ def decode_inlined(raw: Any, column: ColumnInfo, dialect: str) -> Any:
     return _from_text(_as_text(raw), lt)
 
 
+# Types whose inlined value holds more than its Python form: a flush needs DuckDB's Parquet
+# integer instead (TIME 24:00:00, TIMETZ offsets beyond the UTC shift, nanoseconds).
+_PARQUET_INTS = frozenset({"time", "timetz", "timestamp_ns"})
+_DAY_MICROS = 86_400_000_000
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+_TIMESTAMP_NS_INFINITY = 2**63 - 1  # what DuckDB writes to Parquet for 'infinity'
+
+
+def parquet_decoder(column: ColumnInfo, dialect: str) -> Callable[[Any], Any]:
+    """:func:`inlined_decoder`, except that TIME, TIMETZ and TIMESTAMP_NS values (nested ones
+    too) come as the integers DuckDB's Parquet writer stores (:func:`parquet_int`): what a
+    flush of the inlined rows must write, exactly."""
+    if not any(node.type.name in _PARQUET_INTS for node in column.walk()):
+        return inlined_decoder(column, dialect)
+    if column.type.nested:
+        def nested(raw: Any) -> Any:
+            return None if raw is None else _Parser(_as_text(raw), exact=True).document(column)
+
+        return nested
+
+    def scalar(raw: Any) -> Any:
+        return None if raw is None else parquet_int(raw, column.type)
+
+    return scalar
+
+
+def parquet_int(raw: Any, lt: LakeType) -> int:
+    """DuckDB's Parquet value of an inlined TIME (microseconds since midnight, 24:00:00
+    included), TIMETZ (the same shifted to UTC, modulo a day) or TIMESTAMP_NS (nanoseconds
+    since the epoch; ``infinity`` is 2**63 - 1), from its text or PostgreSQL's ``time``."""
+    name = lt.name
+    if isinstance(raw, time):  # PostgreSQL's TIME and TIME WITH TIME ZONE columns
+        micros = ((raw.hour * 60 + raw.minute) * 60 + raw.second) * 1_000_000 + raw.microsecond
+        offset = raw.utcoffset() if name == "timetz" else None
+        shift = 0 if offset is None else (offset.days * 86_400 + offset.seconds) * 1_000_000
+        return (micros - shift) % _DAY_MICROS if name == "timetz" else micros
+    text = _as_text(raw).strip()
+    try:
+        if name in ("time", "timetz"):
+            clock = _CLOCK.match(text)
+            rest = _OFFSET.fullmatch(text[clock.end():]) if clock else None
+            if not clock or not rest:
+                raise ValueError("not a time")
+            hour, minute, second, micros = _clock(clock)
+            micros += ((hour * 60 + minute) * 60 + second) * 1_000_000
+            if name == "time":
+                return micros
+            zone = _offset(rest)
+            offset = zone.utcoffset(None) if zone is not None else timedelta(0)
+            return (micros - (offset.days * 86_400 + offset.seconds) * 1_000_000) % _DAY_MICROS
+        if name == "timestamp_ns":
+            word = text.lower()
+            if word in _INFINITY:
+                return _INFINITY[word] * _TIMESTAMP_NS_INFINITY
+            day = _DATE.match(text)
+            if not day or day.group(4):
+                raise ValueError("not a timestamp")
+            days = date(int(day.group(1)), int(day.group(2)), int(day.group(3))).toordinal()
+            nanos = 0
+            clock = _CLOCK.match(text, day.end() + 1) if text[day.end():day.end() + 1] in (
+                " ", "T") else None
+            if clock:
+                digits = (clock.group(4) or "")[:9]
+                nanos = ((int(clock.group(1)) * 60 + int(clock.group(2))) * 60
+                         + int(clock.group(3) or 0)) * 10**9 + int(digits.ljust(9, "0") or 0)
+            if text[clock.end() if clock else day.end():].strip():
+                raise ValueError("unexpected text after the timestamp")
+            return (days - _EPOCH_DAY) * 86_400 * 10**9 + nanos
+    except ValueError as exc:
+        raise InvalidArgumentError(f"cannot read {text!r} as {lt}: {exc}") from None
+    raise UnsupportedTypeError(f"no Parquet integer for inlined values of type {lt}")
+
+
+def _exact_from_text(text: str, lt: LakeType) -> Any:
+    return parquet_int(text, lt) if lt.name in _PARQUET_INTS else _from_text(text, lt)
+
+
 def _as_text(raw: Any) -> str:
     if isinstance(raw, str):
         return raw
@@ -834,9 +912,10 @@ class _Parser:
     writes SQL literals (``'it''s'``, ``CAST('…' AS DATE)``) instead of the cast form.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, exact: bool = False) -> None:
         self.s = text
         self.i = 0
+        self.leaf_value = _exact_from_text if exact else _from_text
 
     def document(self, column: ColumnInfo) -> Any:
         value = self.value(column, column.type.name == "struct", "")
@@ -889,7 +968,7 @@ class _Parser:
             return self.list(column)
         if name == "map":
             return self.map(column)
-        return _from_text(self.leaf(sql_zone, stops), column.type)
+        return self.leaf_value(self.leaf(sql_zone, stops), column.type)
 
     def struct(self, column: ColumnInfo, sql_zone: bool) -> dict[str, Any]:
         self.expect("{")

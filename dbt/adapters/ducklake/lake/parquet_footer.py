@@ -13,12 +13,18 @@ generic tree of ``(field id, type, value)`` and re-encodes it canonically, as pa
 parquet-cpp write it: an unchanged footer gives back the same bytes (checked on real footers in
 ``tests/unit/test_parquet_footer.py``), so statistics, ``key_value_metadata`` and fields newer
 than this code survive untouched.
+
+:func:`retype_file` / :func:`retype_bytes` use the same codec for the types Spark cannot
+write (uuid, time, timetz, timestamp_ns, unsigned integers, int128): compaction writes their
+*physical* values (INT32, INT64, DOUBLE, FIXED_LEN_BYTE_ARRAY(16)), whose data pages are the
+bytes DuckDB writes, and the footer then gets DuckDB's ``converted_type``/``logicalType`` and
+statistics in DuckDB's order.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,4 +342,201 @@ def set_field_ids(path: str, field_ids: Mapping[tuple[str, ...], int]) -> tuple[
         f.truncate()
         f.flush()
         os.fsync(f.fileno())
+    return start + len(new) + 8, len(new)
+
+
+# ---------------------------------------------------------------------------------- logical types
+# parquet.thrift field ids used to give a leaf DuckDB's annotation.
+FILE_META_ROW_GROUPS = 4  # FileMetaData.row_groups: list<RowGroup>
+ROW_GROUP_COLUMNS = 1  # RowGroup.columns: list<ColumnChunk>
+CHUNK_META = 3  # ColumnChunk.meta_data: ColumnMetaData
+CHUNK_COLUMN_INDEX = (6, 7)  # ColumnChunk.column_index_offset / column_index_length
+META_PATH = 3  # ColumnMetaData.path_in_schema: list<string>
+META_STATISTICS = 12  # ColumnMetaData.statistics: Statistics
+SCHEMA_TYPE = 1  # SchemaElement.type: Type (INT32 = 1, INT64 = 2, FIXED_LEN_BYTE_ARRAY = 7)
+SCHEMA_TYPE_LENGTH = 2  # SchemaElement.type_length: i32
+SCHEMA_CONVERTED_TYPE = 6  # SchemaElement.converted_type: ConvertedType
+SCHEMA_LOGICAL_TYPE = 10  # SchemaElement.logicalType: LogicalType union
+# Statistics: deprecated signed-order max/min, then max_value/min_value and their exactness.
+STATS_MAX, STATS_MIN, STATS_MAX_VALUE, STATS_MIN_VALUE = 1, 2, 5, 6
+STATS_MAX_EXACT, STATS_MIN_EXACT = 7, 8
+_BOUND_FIELDS = (STATS_MAX, STATS_MIN, STATS_MAX_VALUE, STATS_MIN_VALUE, STATS_MAX_EXACT,
+                 STATS_MIN_EXACT)
+
+_INT32, _INT64, _DOUBLE, _FLBA = 1, 2, 5, 7
+
+
+def _unit(which: int) -> TStruct:
+    """A ``TimeUnit`` union: 1 = MILLIS, 2 = MICROS, 3 = NANOS (each an empty struct)."""
+    return TStruct([TField(which, T_STRUCT, TStruct())])
+
+
+def _time_type(kind: int, utc: bool, unit: int) -> TStruct:
+    """A ``LogicalType`` union holding TIME (7) or TIMESTAMP (8) with its UTC flag and unit."""
+    inner = TStruct([TField(1, T_TRUE if utc else T_FALSE, utc), TField(2, T_STRUCT, _unit(unit))])
+    return TStruct([TField(kind, T_STRUCT, inner)])
+
+
+@dataclass(frozen=True)
+class LeafType:
+    """How DuckDB 1.5.5's Parquet writer annotates a leaf of one DuckLake type: the physical
+    type the data pages already have, the ``converted_type`` and ``logicalType`` it sets (None:
+    absent), and what becomes of the chunk statistics the writer (Spark, parquet-cpp) computed
+    on the bare physical type: ``keep``, ``drop`` the bounds as DuckDB writes none, or
+    ``unsigned`` (bounds re-ordered as unsigned integers)."""
+
+    physical: int
+    converted: int | None
+    logical: TStruct | None
+    bounds: str = "keep"
+    length: int | None = None
+
+
+# Checked field by field against the footers DuckDB 1.5.5 writes for these types.
+DUCKDB_LEAF_TYPES: dict[str, LeafType] = {
+    "uuid": LeafType(_FLBA, None, TStruct([TField(14, T_STRUCT, TStruct())]), length=16),
+    "time": LeafType(_INT64, 8, _time_type(7, False, 2)),  # TIME_MICROS
+    "timetz": LeafType(_INT64, 8, _time_type(7, True, 2), bounds="drop"),
+    "timestamp_ns": LeafType(_INT64, None, _time_type(8, False, 3)),
+    "int128": LeafType(_DOUBLE, None, None, bounds="drop"),
+    "uint128": LeafType(_DOUBLE, None, None, bounds="drop"),
+    "uint8": LeafType(_INT32, 11, None, bounds="unsigned"),  # UINT_8
+    "uint16": LeafType(_INT32, 12, None, bounds="unsigned"),
+    "uint32": LeafType(_INT32, 13, None, bounds="unsigned"),
+    "uint64": LeafType(_INT64, 14, None, bounds="unsigned"),
+}
+
+BoundsOf = Callable[[int, tuple[str, ...]], "tuple[int, int] | None"]
+"""``(row group, leaf path) -> (min, max)`` as unsigned integers, None if the chunk has no
+value: asked only for chunks whose signed bounds cannot be re-ordered."""
+
+
+def _chunks(meta: TStruct) -> list[tuple[int, tuple[str, ...], TStruct, TStruct]]:
+    """``(row group, leaf path, ColumnChunk, ColumnMetaData)`` of every column chunk."""
+    out = []
+    groups = meta.get(FILE_META_ROW_GROUPS)
+    for index, group in enumerate(groups.value.items if groups else []):
+        columns = group.get(ROW_GROUP_COLUMNS)
+        for chunk in columns.value.items if columns else []:
+            info = chunk.get(CHUNK_META)
+            if info is None:
+                raise ValueError("column chunk without metadata (encrypted column?)")
+            path = info.value.get(META_PATH)
+            names = tuple(p.decode("utf-8") for p in path.value.items) if path else ()
+            out.append((index, names, chunk, info.value))
+    return out
+
+
+def _unsigned_bounds(stats: TStruct, width: int, row_group: int, path: tuple[str, ...],
+                     bounds_of: BoundsOf) -> tuple[bytes, bytes, bool] | None:
+    """``(min_value, max_value, reordered)`` of an unsigned chunk whose writer ordered it as
+    signed; None when not known.
+
+    Signed bounds of values all below or all above 2**(bits-1) are the unsigned bounds too
+    (both halves keep their order); only a chunk that holds both kinds needs its values, and
+    then its bounds are ``reordered``.
+    """
+    lo, hi = stats.get(STATS_MIN_VALUE), stats.get(STATS_MAX_VALUE)
+    if lo is not None and hi is not None and len(lo.value) == len(hi.value) == width:
+        signed_lo = int.from_bytes(lo.value, "little", signed=True)
+        signed_hi = int.from_bytes(hi.value, "little", signed=True)
+        if signed_lo >= 0 or signed_hi < 0:
+            return lo.value, hi.value, False
+    exact = bounds_of(row_group, path)
+    if exact is None:
+        return None
+    return exact[0].to_bytes(width, "little"), exact[1].to_bytes(width, "little"), True
+
+
+def _retype(meta: TStruct, nodes: dict[tuple[str, ...], TStruct],
+            leaves: Mapping[tuple[str, ...], str], bounds_of: BoundsOf) -> None:
+    """Give each leaf DuckDB's annotation of its DuckLake type (see :data:`DUCKDB_LEAF_TYPES`)."""
+    for path, type_name in leaves.items():
+        spec = DUCKDB_LEAF_TYPES[type_name]
+        node = nodes.get(tuple(path))
+        if node is None:
+            raise KeyError(f"no Parquet schema node at {path}")
+        physical = node.get(SCHEMA_TYPE)
+        length = node.get(SCHEMA_TYPE_LENGTH)
+        if physical is None or physical.value != spec.physical or (
+                spec.length is not None and (length is None or length.value != spec.length)):
+            raise ValueError(f"Parquet leaf {path} is not stored as DuckDB stores {type_name}")
+        node.fields = [f for f in node.fields
+                       if f.fid not in (SCHEMA_CONVERTED_TYPE, SCHEMA_LOGICAL_TYPE)]
+        if spec.converted is not None:
+            node.set(SCHEMA_CONVERTED_TYPE, T_I32, spec.converted)
+        if spec.logical is not None:
+            node.set(SCHEMA_LOGICAL_TYPE, T_STRUCT, spec.logical)
+    width = {_INT32: 4, _INT64: 8}
+    for row_group, path, chunk, info in _chunks(meta):
+        leaf_type = leaves.get(path)
+        if leaf_type is None:
+            continue
+        spec = DUCKDB_LEAF_TYPES[leaf_type]
+        stats_field = info.get(META_STATISTICS)
+        if spec.bounds == "keep" or stats_field is None:
+            continue
+        stats: TStruct = stats_field.value
+        exact = None
+        if spec.bounds == "unsigned":
+            exact = _unsigned_bounds(stats, width[spec.physical], row_group, path, bounds_of)
+            if exact is None or exact[2]:
+                # the page index was ordered as signed too: drop it rather than mislead
+                chunk.fields = [f for f in chunk.fields if f.fid not in CHUNK_COLUMN_INDEX]
+        stats.fields = [f for f in stats.fields if f.fid not in _BOUND_FIELDS]
+        if exact is not None:
+            stats.set(STATS_MAX_VALUE, T_BINARY, exact[1])
+            stats.set(STATS_MIN_VALUE, T_BINARY, exact[0])
+            stats.set(STATS_MAX_EXACT, T_TRUE, True)
+            stats.set(STATS_MIN_EXACT, T_TRUE, True)
+
+
+def _no_bounds(row_group: int, path: tuple[str, ...]) -> tuple[int, int] | None:
+    return None
+
+
+def retype_footer(footer: bytes, leaves: Mapping[tuple[str, ...], str],
+                  bounds_of: BoundsOf = _no_bounds) -> bytes:
+    """A ``FileMetaData`` (Thrift bytes) whose leaves at ``leaves`` (path -> DuckLake type name)
+    carry DuckDB's annotation of that type instead of the bare physical type they were written
+    as. Data pages are untouched: they hold the same bytes either way."""
+    meta = decode_struct(footer)
+    if meta.get(FILE_META_ENCRYPTION) is not None:
+        raise ValueError("encrypted Parquet files are not supported")
+    schema = meta.get(FILE_META_SCHEMA)
+    if schema is None or schema.ttype != T_LIST:
+        raise ValueError("footer has no schema")
+    _retype(meta, _schema_nodes(schema.value.items), leaves, bounds_of)
+    new = encode_struct(meta)
+    if encode_struct(decode_struct(new)) != new:
+        raise AssertionError("re-encoded Parquet footer does not round-trip")
+    return new
+
+
+def retype_bytes(data: bytes, leaves: Mapping[tuple[str, ...], str],
+                 bounds_of: BoundsOf = _no_bounds) -> bytes:
+    """:func:`retype_footer` applied to a whole Parquet file held in memory."""
+    if len(data) < 12 or data[:4] != MAGIC or data[-4:] != MAGIC:
+        raise ValueError("not a plain Parquet file")
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    if start < 4:
+        raise ValueError(f"footer length {length} exceeds the file")
+    new = retype_footer(data[start:-8], leaves, bounds_of)
+    return data[:start] + new + len(new).to_bytes(4, "little") + MAGIC
+
+
+def retype_file(path: str, leaves: Mapping[tuple[str, ...], str],
+                bounds_of: BoundsOf = _no_bounds) -> tuple[int, int]:
+    """:func:`retype_footer` on a local file, in place (as :func:`set_field_ids`, and safe for
+    the same reason: the file is not in the catalog yet); returns (file size, footer length)."""
+    start, footer = read_footer(path)
+    new = retype_footer(footer, leaves, bounds_of)
+    if new != footer:
+        with open(path, "r+b") as f:
+            f.seek(start)
+            f.write(new + len(new).to_bytes(4, "little") + MAGIC)
+            f.truncate()
+            f.flush()
+            os.fsync(f.fileno())
     return start + len(new) + 8, len(new)

@@ -7,14 +7,19 @@ and writes the new Parquet files with the hidden ``_ducklake_internal_row_id`` a
 change-feed range reads the same rows afterwards, through either engine.
 
 Each table is compacted in its own snapshot; a table whose ``auto_compact`` option is false is
-skipped, as DuckDB skips it. A table Spark cannot write (a column type we do not write) is
-skipped with a log line rather than failing the whole run.
+skipped, as DuckDB skips it.
+
+Columns whose DuckDB type Spark has no type for (uuid, time, timetz, timestamp_ns, the unsigned
+integers, (u)hugeint) are carried in their Parquet form and written as DuckDB writes them
+(:mod:`.physical`); files with a uuid are written by pyarrow on the driver. A table with a type
+no file of ours can carry (interval, time_ns, variant, geometry) is skipped with a log line
+rather than failing the whole run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,7 @@ from ..lake.errors import InvalidArgumentError, NotFoundError, UnsupportedTypeEr
 from ..lake.flush import FlushedFile, stage_flush
 from ..lake.models import ColumnInfo, TableInfo
 from ..lake.partitions import keys_of_spec
+from . import physical
 from . import write as spark_write
 from .read import (
     ROW_ID,
@@ -123,9 +129,12 @@ def select_tables(slake: SparkLake, schema: str | None, table: str | None) -> li
     return lake.tables(schema)
 
 
-def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo]) -> list[Column]:
-    """Spark sort columns for a DuckDB sort order over plain column names (others ignored)."""
+def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo],
+                carrier: bool = False) -> list[Column]:
+    """Spark sort columns for a DuckDB sort order over plain column names (others ignored);
+    ``carrier``: over the values :func:`.write.conform_carrier` gives."""
     names = {c.column_name.lower(): c.column_name for c in columns}
+    by_name = {c.column_name: c for c in columns}
     out = []
     for key in keys:
         name = key.expression.strip()
@@ -136,6 +145,8 @@ def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo]) -> list[
                      key.expression)
             return []
         col = F.col(f"`{names[name.lower()]}`")
+        if carrier:
+            col = physical.sort_key(col, by_name[names[name.lower()]])
         if key.descending:
             col = col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last()
         else:
@@ -159,14 +170,26 @@ def _hidden_columns(path: str) -> tuple[list[int], list[int]]:
 def _write(slake: SparkLake, state: TableState, df: DataFrame, columns: Sequence[ColumnInfo],
            row_ids: bool, snapshot_ids: bool, sort_by: Sequence[Column], compression: str,
            partition_keys: Sequence[Any] = (), directory: str = "",
-           drop_after_sort: Sequence[str] = (),
+           drop_after_sort: Sequence[str] = (), carrier: bool = False,
            ) -> tuple[list[NewDataFile], list[str], list[tuple[list[int], list[int]]]]:
-    """Write ``df`` (conformed columns + hidden ones) as new files of the table; returns the
-    files, their paths and, per file, the row ids and snapshot ids it holds."""
-    staged = spark_write.stage(slake.spark, df, state.table_dir, columns, row_ids,
-                               partition_keys, snapshot_ids=snapshot_ids,
-                               compression=compression, sort_by=sort_by,
-                               single_file=not partition_keys, drop_after_sort=drop_after_sort)
+    """Write ``df`` (conformed columns + hidden ones; ``carrier``: by
+    :func:`.write.conform_carrier`) as new files of the table; returns the files, their paths
+    and, per file, the row ids and snapshot ids it holds.
+
+    Spark writes the files, unless a column needs pyarrow (:func:`.physical.needs_arrow`) or
+    the footers of physically written columns cannot be patched in place (an object store).
+    """
+    if carrier and (physical.needs_arrow(columns) or not lake_files.is_local(state.table_dir)):
+        staged = spark_write.stage_arrow(slake.spark, df, state.table_dir, columns, row_ids,
+                                         partition_keys, snapshot_ids=snapshot_ids,
+                                         compression=compression, sort_by=sort_by,
+                                         drop_after_sort=drop_after_sort)
+    else:
+        staged = spark_write.stage(slake.spark, df, state.table_dir, columns, row_ids,
+                                   partition_keys, snapshot_ids=snapshot_ids,
+                                   compression=compression, sort_by=sort_by,
+                                   single_file=not partition_keys,
+                                   drop_after_sort=drop_after_sort)
     try:
         hidden = [_hidden_columns(p) for p, _, _, _ in staged.files]
     except BaseException:
@@ -209,7 +232,7 @@ def _flush_table(slake: SparkLake, info: TableInfo) -> TableFlush | None:
         if not lake_options.auto_compact(lake, conn, state.schema.schema_id, info.table_id):
             return None
         blocks = inlined_data.read_rows(lake, conn, info.table_id, "begin_snapshot <= :s",
-                                        {"s": s})
+                                        {"s": s}, exact=True)
         file_deletes = inlined_data.read_file_deletes(lake, conn, info.table_id, s)
         file_deletes = {fid: entries for fid, entries in file_deletes.items()
                         if fid in {f.data_file_id for f in state.data_files}}
@@ -225,18 +248,24 @@ def _flush_table(slake: SparkLake, info: TableInfo) -> TableFlush | None:
     rows = 0
     for block in blocks:
         columns = list(block.columns)
+        carrier = physical.needs_physical(columns)
         keys: tuple[Any, ...] = ()
         if spec is not None:
             try:
                 keys = keys_of_spec(spec, columns)
             except NotFoundError:
                 keys = ()  # a key column this schema version lacks: leave the rows unsplit
-        df = _block_frame(slake, block, columns)
-        conformed = spark_write.conform(df, columns, row_ids=True, snapshot_ids=True)
-        sort_by = [*spark_order(keys_sorted, columns), F.col(ROW_ID_COLUMN),
+        if carrier and any(k.column.type.name in physical.WRITTEN_AS for k in keys):
+            raise UnsupportedTypeError(
+                "the table is partitioned by a column of a type Spark cannot write "
+                f"({', '.join(str(k.column.type) for k in keys)})")
+        df = _block_frame(slake, block, columns, carrier)
+        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        conformed = conform(df, columns, row_ids=True, snapshot_ids=True)
+        sort_by = [*spark_order(keys_sorted, columns, carrier), F.col(ROW_ID_COLUMN),
                    F.col(SNAPSHOT_ID_COLUMN)]
         files, written, hidden = _write(slake, state, conformed, columns, True, True, sort_by,
-                                        compression, partition_keys=keys)
+                                        compression, partition_keys=keys, carrier=carrier)
         paths.extend(written)
         ended = {(rid, begin): end for rid, begin, end in
                  zip(block.row_ids, block.begin_snapshots, block.end_snapshots)
@@ -259,14 +288,21 @@ def _flush_table(slake: SparkLake, info: TableInfo) -> TableFlush | None:
 
 
 def _block_frame(slake: SparkLake, block: inlined_data.InlinedRows,
-                 columns: Sequence[ColumnInfo]) -> DataFrame:
-    schema = StructType([StructField(c.column_name, spark_type(c), True) for c in columns]
+                 columns: Sequence[ColumnInfo], carrier: bool = False) -> DataFrame:
+    """Inlined rows (read ``exact``) as a DataFrame with their row ids and snapshots; with
+    ``carrier`` in the form a carrier scan of Parquet gives (:mod:`.physical`)."""
+    schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
+                         for c in columns]
                         + [StructField(ROW_ID_COLUMN, LongType(), True),
                            StructField(SNAPSHOT_ID_COLUMN, LongType(), True)])
-    convert = [spark_converter(c) for c in columns]
+    convert = [_carrier_converter(c) if carrier else spark_converter(c) for c in columns]
     data = [tuple(to(v) for v, to in zip(values, convert)) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)]
     return local_frame(slake.spark, data, schema)
+
+
+def _carrier_converter(column: ColumnInfo) -> Callable[[Any], Any]:
+    return lambda value: physical.carrier_value(value, column)
 
 
 # ---------------------------------------------------------------------------------- merge
@@ -321,20 +357,22 @@ def _merge_table(slake: SparkLake, info: TableInfo, low: int | None, high: int |
     for sources in groups:
         first = sources[0].data_file
         columns = state.columns_at(first.begin_snapshot, cache)
+        carrier = physical.needs_physical(columns)
         part = _sources_state(state, sources, columns)
-        df = scan(slake.spark, part, metadata=True)
-        order = spark_order(keys, columns)
+        df = scan(slake.spark, part, metadata=True, carrier=carrier)
+        order = spark_order(keys, columns, carrier)
         row_ids = bool(order) or not lake_compaction.contiguous(sources) or any(
             _embeds_row_ids(part, s.data_file) for s in sources)
         out = df.select(*[F.col(f"`{c.column_name}`") for c in columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN),
                         F.col(SNAPSHOT_ID).alias(SNAPSHOT_ID_COLUMN))
-        conformed = spark_write.conform(out, columns, row_ids=True, snapshot_ids=True)
+        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        conformed = conform(out, columns, row_ids=True, snapshot_ids=True)
         # Without a row-id column the row ids are row_id_start + position: keep row-id order.
         new, written, hidden = _write(
             slake, part, conformed, columns, row_ids, True, [*order, F.col(ROW_ID_COLUMN)],
             compression, directory=lake_compaction.hive_directory(first),
-            drop_after_sort=() if row_ids else (ROW_ID_COLUMN,))
+            drop_after_sort=() if row_ids else (ROW_ID_COLUMN,), carrier=carrier)
         paths.extend(written)
         if len(new) != 1:
             raise AssertionError(f"merging {len(sources)} files wrote {len(new)} files")
@@ -413,16 +451,19 @@ def _rewrite_table(slake: SparkLake, info: TableInfo,
         return None
     rewrites: list[tuple[Sequence[SourceFile], list[NewDataFile]]] = []
     paths: list[str] = []
+    carrier = physical.needs_physical(state.columns)
     for sources in groups:
         part = _sources_state(state, sources, state.columns)
-        df = scan(slake.spark, part, metadata=True)
+        df = scan(slake.spark, part, metadata=True, carrier=carrier)
         out = df.select(*[F.col(f"`{c.column_name}`") for c in state.columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN))
-        conformed = spark_write.conform(out, state.columns, row_ids=True)
-        order = [*spark_order(keys, state.columns), F.col(ROW_ID_COLUMN)]
+        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        conformed = conform(out, state.columns, row_ids=True)
+        order = [*spark_order(keys, state.columns, carrier), F.col(ROW_ID_COLUMN)]
         new, written, _ = _write(slake, part, conformed, state.columns, True, False, order,
                                  compression,
-                                 directory=lake_compaction.hive_directory(sources[0].data_file))
+                                 directory=lake_compaction.hive_directory(sources[0].data_file),
+                                 carrier=carrier)
         paths.extend(written)
         first = sources[0].data_file
         rewrites.append((sources, [

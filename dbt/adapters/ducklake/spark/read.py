@@ -47,6 +47,7 @@ from ..lake.models import (
     split_changes,
 )
 from ..lake.pruning import SKIPPING_TYPES
+from . import physical as physical_types
 from . import skipping
 from .types import FIELD_ID_KEY, convert, needs_conversion, spark_type
 
@@ -341,21 +342,25 @@ def _same(a: ColumnInfo, b: ColumnInfo) -> bool:
                for x, y in zip(a.children, b.children))
 
 
-def _default(column: ColumnInfo) -> Column:
+def _default(column: ColumnInfo, carrier: bool = False) -> Column:
     value = column.initial_default
+    if carrier and column.type.name in physical_types.WRITTEN_AS:
+        return physical_types.carrier_literal(value, column)
     target = spark_type(column)
     if value is None or column.type.nested:
         return F.lit(None).cast(target)
     return F.lit(value).cast(target)
 
 
-def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = True) -> Column:
+def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = True,
+            carrier: bool = False) -> Column:
     """A value written under column tree ``old`` as column ``new`` now: nested fields are
     matched by column id (renamed ones follow, dropped ones go, added ones get their default)
     and leaves are widened. ``physical`` values were read from Parquet with
-    ``spark_type(physical=True)``; inlined rows are already logical (``physical=False``)."""
+    ``spark_type(physical=True)``; inlined rows are already logical (``physical=False``).
+    With ``carrier`` (compaction) physical values stay physical (:mod:`.physical`)."""
     def leaf(e: Column, column: ColumnInfo) -> Column:
-        return convert(e, column) if physical else e
+        return convert(e, column) if physical and not carrier else e
 
     if _same(old, new):
         return leaf(expr, old)
@@ -365,19 +370,22 @@ def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = Tru
         for child in new.children:
             if child.column_id in by_id:
                 src = by_id[child.column_id]
-                fields.append(reshape(expr.getField(src.column_name), src, child, physical)
-                              .alias(child.column_name))
+                fields.append(reshape(expr.getField(src.column_name), src, child, physical,
+                                      carrier).alias(child.column_name))
             else:
-                fields.append(_default(child).alias(child.column_name))
+                fields.append(_default(child, carrier).alias(child.column_name))
         return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     if new.type.name == "list" and old.type.name == "list":
         return F.transform(expr, lambda x: reshape(x, old.children[0], new.children[0],
-                                                   physical))
+                                                   physical, carrier))
     if new.type.name == "map" and old.type.name == "map":
         out = F.transform_values(expr, lambda _k, v: reshape(v, old.children[1],
-                                                             new.children[1], physical))
+                                                             new.children[1], physical,
+                                                             carrier))
         return F.transform_keys(out, lambda k, _v: reshape(k, old.children[0], new.children[0],
-                                                           physical))
+                                                           physical, carrier))
+    if carrier:
+        return physical_types.promote(expr, old, new)
     return leaf(expr, old).cast(spark_type(new))
 
 
@@ -397,7 +405,7 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 # ---------------------------------------------------------------------------------- scanning
 def scan(
     spark: SparkSession, state: TableState, metadata: bool = False,
-    embedded_snapshot: bool = False, probe: bool = False,
+    embedded_snapshot: bool = False, probe: bool = False, carrier: bool = False,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
@@ -409,12 +417,18 @@ def scan(
     files are not checked on disk, and deletes and inlined rows (which are never skipped)
     are left out, so its rows are wrong but its plan is cheap.
 
+    With ``carrier`` (flush and compaction, over data files only) the columns Spark cannot
+    write keep the physical values read from Parquet (:mod:`.physical`): what compaction
+    writes back, losslessly.
+
     Without them, files that have no deleted rows at the snapshot and no rows from later
     snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
     rows, so the read costs what ``spark.read.parquet`` of the same files costs, and Spark's
     column pruning and filter pushdown apply as usual.
     """
     s = state.snapshot_id
+    if carrier and state.inlined:
+        raise AssertionError("a carrier scan reads data files only")
     parts: list[DataFrame] = []
     groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
     cache: dict[int, list[ColumnInfo]] = {}
@@ -444,10 +458,11 @@ def scan(
         joined = [f for f in files if f.data_file_id not in plain_ids]
         if plain:
             parts.append(_scan_group(spark, state, file_columns, by_name, plain,
-                                     dict(constants), plain=True, probe=probe))
+                                     dict(constants), plain=True, probe=probe,
+                                     carrier=carrier))
         if joined:
             part = _scan_group(spark, state, file_columns, by_name, joined, dict(constants),
-                               probe=probe)
+                               probe=probe, carrier=carrier)
             if not probe:
                 part = _without_deleted(spark, part, {
                     f.data_file_id: deleted[f.data_file_id] for f in joined
@@ -457,7 +472,7 @@ def scan(
         parts.extend(part.select(*wanted) if columns_only else part
                      for part in _inlined_frames(spark, state))
     if not parts:
-        schema = StructType([StructField(c.column_name, spark_type(c), True)
+        schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
                              for c in state.columns] + _meta_fields()
                             + [StructField(EMBEDDED_SNAPSHOT_ID, LongType(), True)])
         result = local_frame(spark, [], schema)
@@ -514,7 +529,7 @@ def _meta_fields() -> list[StructField]:
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
-    plain: bool = False, probe: bool = False,
+    plain: bool = False, probe: bool = False, carrier: bool = False,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
     the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
@@ -545,7 +560,7 @@ def _scan_group(
         check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
-        return df.select(*_shaped(state, file_columns, constants))
+        return df.select(*_shaped(state, file_columns, constants, carrier))
     df = df.select("*", F.col("_metadata.file_path").alias("__path"),
                    F.col("_metadata.row_index").alias(POSITION))
     if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
@@ -569,7 +584,7 @@ def _scan_group(
                         StructField("__begin", LongType())]),
         )
         df = df.join(F.broadcast(catalog), on="__path", how="inner")
-    out = _shaped(state, file_columns, constants)
+    out = _shaped(state, file_columns, constants, carrier)
     embedded_snapshot = F.col(SNAPSHOT_ID_COLUMN)
     df = df.where(embedded_snapshot.isNull() | (embedded_snapshot <= F.lit(state.snapshot_id)))
     return df.select(
@@ -584,19 +599,22 @@ def _scan_group(
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],
-            constants: dict[int, str | None] | None) -> list[Column]:
+            constants: dict[int, str | None] | None, carrier: bool = False) -> list[Column]:
     """The table's columns at the snapshot, from columns read as ``file_columns``."""
     by_id = {c.column_id: c for c in file_columns}
     out = []
     for column in state.columns:
         old = by_id.get(column.column_id)
         if constants and column.column_id in constants:  # the value is in the hive path
-            out.append(F.lit(constants[column.column_id]).cast(spark_type(column))
-                       .alias(column.column_name))
+            value = constants[column.column_id]
+            constant = physical_types.carrier_literal(value, column) if carrier and \
+                column.type.name in physical_types.WRITTEN_AS else \
+                F.lit(value).cast(spark_type(column))
+            out.append(constant.alias(column.column_name))
         elif old is None:
-            out.append(_default(column).alias(column.column_name))
+            out.append(_default(column, carrier).alias(column.column_name))
         else:
-            out.append(reshape(F.col(f"`{old.column_name}`"), old, column)
+            out.append(reshape(F.col(f"`{old.column_name}`"), old, column, carrier=carrier)
                        .alias(column.column_name))
     return out
 

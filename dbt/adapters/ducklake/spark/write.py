@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, LongType, NullType
+from pyspark.sql.types import LongType, NullType
 
 from ..lake import faults
 from ..lake import files as lake_files
@@ -33,9 +34,10 @@ from ..lake.delete_files import (
 )
 from ..lake.errors import DataFileError, SchemaMismatchError
 from ..lake.models import ColumnInfo
-from ..lake.parquet_footer import set_field_ids
+from ..lake.parquet_footer import BoundsOf, retype_bytes, retype_file, set_field_ids
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
-from ..lake.types import LakeType, is_promotion
+from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
+from . import physical
 from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
 
@@ -76,6 +78,28 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
         if source.dataType != target:
             expr = expr.cast(target)
         out.append(expr.alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
+    if row_ids:
+        out.append(F.col(ROW_ID_COLUMN).cast(LongType())
+                   .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
+    if snapshot_ids:
+        out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
+                   .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
+    return df.select(*out)
+
+
+def conform_carrier(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
+                    snapshot_ids: bool = False) -> DataFrame:
+    """:func:`conform` for flush and compaction of a table with columns Spark cannot write:
+    ``df`` holds the table's columns, by name and in :mod:`.physical` carriers (what a carrier
+    scan reads), and the result holds what is written, tagged with field ids."""
+    fields = {f.name for f in df.schema.fields}
+    out = []
+    for column in columns:
+        if column.column_name not in fields:
+            raise SchemaMismatchError(f"column {column.column_name!r} is missing")
+        value = physical.written(F.col(f"`{column.column_name}`"), column)
+        out.append(value.cast(physical.write_type(column))
+                   .alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
     if row_ids:
         out.append(F.col(ROW_ID_COLUMN).cast(LongType())
                    .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
@@ -330,7 +354,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         df = df.sortWithinPartitions(*sort_by)
     if drop_after_sort:  # columns that only ordered the rows (a projection keeps the order)
         df = df.drop(*drop_after_sort)
-    floats = [c for c in columns if isinstance(write_type(c), (FloatType, DoubleType))]
+    floats = [c for c in columns if c.type.name in FLOAT_TYPES]
     observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     required = [c for c in columns if not c.nulls_allowed]
     metrics = [F.count(F.lit(1)).alias("rows")] + [
@@ -368,11 +392,18 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
                           for c in floats}
     patch = needs_field_id_patch(columns)
     ids = field_id_paths(columns, row_ids, snapshot_ids) if patch else {}
+    retyped = physical.leaves(columns)
     try:
         labels: dict[str, tuple[str | None, ...]] = {}
         for path in _hadoop_list(spark, staging, recursive=bool(keys)):
             if not path.endswith(".parquet"):
                 continue
+            if retyped:  # columns written physically get DuckDB's logical types
+                if not lake_files.is_local(path):
+                    raise DataFileError(f"cannot give {path} DuckDB's column types in place: "
+                                        "such files are written by stage_arrow")
+                local = lake_files.strip_scheme(path)
+                retype_file(local, retyped, _bounds_reader(local))
             if patch:
                 if lake_files.is_local(path):
                     set_field_ids(path, ids)
@@ -392,6 +423,180 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         raise
     faults.reach("files_staged")
     return staged
+
+
+# pyarrow's spelling of the lake's parquet_compression codecs (Spark says "none" as well)
+_ARROW_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}
+
+
+def stage_arrow(spark: SparkSession, df: DataFrame, table_dir: str,
+                columns: Sequence[ColumnInfo], row_ids: bool = False,
+                partition_keys: Sequence[PartitionKey] = (), snapshot_ids: bool = False,
+                compression: str = "snappy", sort_by: Sequence[Any] = (),
+                drop_after_sort: Sequence[str] = ()) -> StagedWrite:
+    """:func:`stage` for files Spark cannot write: a uuid column (DuckDB's
+    FIXED_LEN_BYTE_ARRAY(16), :mod:`.physical`), or a data path where a footer cannot be
+    patched in place. Spark computes and orders the rows (``df`` as :func:`conform_carrier`
+    gives it), the driver collects them and writes one file per partition with pyarrow, with
+    a field id on every node and DuckDB's column types, into the same staging directory.
+
+    The rows of one write are held on the driver: meant for flush and compaction, whose
+    output is bounded by the table's target file size.
+    """
+    staging = f"{table_dir}{lake_files.STAGING_MARK}{uuid.uuid4().hex}"
+    keys = tuple(partition_keys)
+    order = list(sort_by)
+    if keys:
+        df = df.withColumn(PARTITION_COLUMN, layout_column(keys))
+        order = [F.col(PARTITION_COLUMN), *order]
+    df = df.repartition(1)
+    if order:
+        df = df.sortWithinPartitions(*order)
+    if drop_after_sort:
+        df = df.drop(*drop_after_sort)
+    try:
+        rows = df.toArrow()
+    except BaseException as exc:
+        storage = storage_error(exc, table_dir)
+        if storage is not None:
+            raise storage from exc
+        raise
+    check_not_null(rows, columns)
+    staged = StagedWrite(spark, staging, partition_keys=keys)
+    staged.nan_columns = {c.column_id: bool(pc.any(pc.is_nan(rows.column(c.column_name)))
+                                            .as_py()) for c in columns
+                          if c.type.name in FLOAT_TYPES}
+    retyped = physical.leaves(columns)
+    try:
+        for index, part in enumerate(_partition_slices(rows) if keys else [rows]):
+            if part.num_rows == 0:
+                continue
+            path = f"{staging}/{index:05d}/part-00000.parquet" if keys else \
+                f"{staging}/part-00000.parquet"
+            data = _parquet_bytes(_file_table(part, columns), compression)
+            data = retype_bytes(data, retyped, _bounds_reader(data))
+            _write_bytes(path, data, table_dir)
+            metadata, size, footer = lake_files.read_footer(path)
+            staged.files.append((path, metadata, size, footer))
+            if keys:
+                staged.partition_values[path] = _partition_values(path, keys)
+    except BaseException:
+        staged.discard()
+        raise
+    faults.reach("files_staged")
+    return staged
+
+
+def _partition_slices(rows: pa.Table) -> list[pa.Table]:
+    """The runs of rows (ordered by their partition) that share a partition, without the
+    partition column."""
+    labels = rows.column(PARTITION_COLUMN).to_pylist()
+    rows = rows.drop_columns([PARTITION_COLUMN])
+    out, start = [], 0
+    for i in range(1, len(labels) + 1):
+        if i == len(labels) or labels[i] != labels[start]:
+            out.append(rows.slice(start, i - start))
+            start = i
+    return out
+
+
+def _file_table(rows: pa.Table, columns: Sequence[ColumnInfo]) -> pa.Table:
+    """Collected rows as the file's Arrow table: uuid leaves as 16-byte fixed-size binary and
+    every node tagged with its field id (list elements and map keys/values included)."""
+    fields, arrays = [], []
+    for column in columns:
+        array = rows.column(column.column_name)
+        target = _arrow_field(column.column_name, column, array.type)
+        fields.append(target)
+        arrays.append(array if array.type == target.type else array.cast(target.type))
+    for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID), (SNAPSHOT_ID_COLUMN,
+                                                         SNAPSHOT_ID_FIELD_ID)):
+        if name in rows.column_names:
+            fields.append(pa.field(name, pa.int64(), metadata=_field_id(fid)))
+            arrays.append(rows.column(name).cast(pa.int64()))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _field_id(fid: int) -> dict[bytes, bytes]:
+    return {b"PARQUET:field_id": str(fid).encode()}
+
+
+def _arrow_field(name: str, column: ColumnInfo, given: pa.DataType,
+                 nullable: bool = True) -> pa.Field:
+    kind = column.type.name
+    target: pa.DataType
+    if kind == "struct":
+        target = pa.struct([_arrow_field(c.column_name, c, given.field(c.column_name).type)
+                            for c in column.children])
+    elif kind == "list":
+        target = pa.list_(_arrow_field("element", column.children[0], given.value_type))
+    elif kind == "map":
+        key, value = column.children
+        target = pa.map_(_arrow_field("key", key, given.key_type, nullable=False),
+                         _arrow_field("value", value, given.item_type))
+    elif kind == "uuid":
+        target = pa.binary(16)
+    else:
+        target = given
+    return pa.field(name, target, nullable=nullable, metadata=_field_id(column.column_id))
+
+
+def _parquet_bytes(table: pa.Table, compression: str) -> bytes:
+    """The table as one Parquet file in memory; decimals as INT32/INT64 up to 18 digits, as
+    Spark and DuckDB write them."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=_ARROW_CODECS.get(compression, compression),
+                   store_schema=False, store_decimal_as_integer=True)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _write_bytes(path: str, data: bytes, table_dir: str) -> None:
+    fs, inner = lake_files.filesystem(path)
+    try:
+        fs.create_dir(inner.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(inner) as out:
+            out.write(data)
+    except (OSError, pa.ArrowException) as exc:
+        storage = storage_error(exc, table_dir)
+        if storage is not None:
+            raise storage from exc
+        raise DataFileError(f"cannot write {path}: {exc}; nothing was committed") from exc
+
+
+def _bounds_reader(source: str | bytes) -> BoundsOf:
+    """Exact unsigned (min, max) of one column chunk of a Parquet file (a local path or the
+    bytes), read back from its values: for :func:`..lake.parquet_footer.retype_file` when the
+    writer's signed bounds of an unsigned column cannot be re-ordered."""
+    def bounds(row_group: int, path: tuple[str, ...]) -> tuple[int, int] | None:
+        handle = pa.BufferReader(source) if isinstance(source, bytes) else source
+        table = pq.ParquetFile(handle).read_row_group(row_group, columns=[path[0]])
+        values = pc.drop_null(_leaf_values(table.column(0).combine_chunks(), path[1:]))
+        if len(values) == 0:
+            return None
+        width = pa.uint32() if values.type.bit_width == 32 else pa.uint64()
+        low_high = pc.min_max(values.view(width))
+        return low_high["min"].as_py(), low_high["max"].as_py()
+
+    return bounds
+
+
+def _leaf_values(array: pa.Array, path: Sequence[str]) -> pa.Array:
+    """The values of the leaf at ``path`` (below a top-level column) in ``array``."""
+    steps = list(path)
+    while steps:
+        step = steps.pop(0)
+        kind = array.type
+        if pa.types.is_map(kind):  # key_value, then key or value
+            if steps:
+                step = steps.pop(0)
+            array = array.keys if step == "key" else array.items
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):  # list, then element
+            array = array.flatten()
+            if steps:
+                steps.pop(0)
+        else:  # a struct child, NULL where its parent is
+            array = array.flatten()[kind.get_field_index(step)]
+    return array
 
 
 def _partition_values(path: str, keys: Sequence[PartitionKey]) -> tuple[str | None, ...]:
