@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..lake.cleanup import CleanupResult, cleanup_old_files, delete_orphaned_files
 from ..lake.expiry import ExpireResult, expire_snapshots
@@ -21,9 +20,7 @@ from .compaction import (
     merge_adjacent_files,
     rewrite_data_files,
 )
-
-if TYPE_CHECKING:
-    from .lake import SparkLake
+from .dml import LakeWriter
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -44,7 +41,7 @@ class CheckpointResult:
             self.flush, self.expire, self.merge, self.rewrite, self.cleanup, self.orphans))
 
 
-def checkpoint(slake: SparkLake) -> CheckpointResult:
+def checkpoint(slake: LakeWriter) -> CheckpointResult:
     """Run every maintenance step over the whole lake, in DuckDB's order."""
     result = CheckpointResult(
         flush=flush_inlined_data(slake),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +40,7 @@ from ..lake.models import ColumnInfo, TableInfo
 from ..lake.partitions import keys_of_spec
 from . import physical
 from . import write as spark_write
+from .dml import LakeWriter
 from .read import (
     ROW_ID,
     SNAPSHOT_ID,
@@ -50,9 +51,6 @@ from .read import (
     spark_converter,
 )
 from .types import spark_type
-
-if TYPE_CHECKING:
-    from .lake import SparkLake
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -119,7 +117,7 @@ class CompactionResult:
 
 
 # ---------------------------------------------------------------------------------- helpers
-def select_tables(slake: SparkLake, schema: str | None, table: str | None) -> list[TableInfo]:
+def select_tables(slake: LakeWriter, schema: str | None, table: str | None) -> list[TableInfo]:
     """One table, the tables of one schema, or every table of the lake."""
     lake = slake.lake
     if table is not None:
@@ -167,7 +165,7 @@ def _hidden_columns(path: str) -> tuple[list[int], list[int]]:
     return ids(ROW_ID_COLUMN), ids(SNAPSHOT_ID_COLUMN)
 
 
-def _write(slake: SparkLake, state: TableState, df: DataFrame, columns: Sequence[ColumnInfo],
+def _write(slake: LakeWriter, state: TableState, df: DataFrame, columns: Sequence[ColumnInfo],
            row_ids: bool, snapshot_ids: bool, sort_by: Sequence[Column], compression: str,
            partition_keys: Sequence[Any] = (), directory: str = "",
            drop_after_sort: Sequence[str] = (), carrier: bool = False,
@@ -200,13 +198,13 @@ def _write(slake: SparkLake, state: TableState, df: DataFrame, columns: Sequence
     return files, paths, hidden
 
 
-def _commit(slake: SparkLake, tx: Transaction, paths: Sequence[str]) -> int:
+def _commit(slake: LakeWriter, tx: Transaction, paths: Sequence[str]) -> int:
     tx.files_written.extend(paths)
     return slake.commit(tx).snapshot_id
 
 
 # ---------------------------------------------------------------------------------- flush
-def flush_inlined_data(slake: SparkLake, schema: str | None = None,
+def flush_inlined_data(slake: LakeWriter, schema: str | None = None,
                        table: str | None = None) -> FlushResult:
     """DuckDB's ``ducklake_flush_inlined_data``: inlined rows and deletes to Parquet."""
     done = []
@@ -224,7 +222,7 @@ def flush_inlined_data(slake: SparkLake, schema: str | None = None,
     return result
 
 
-def _flush_table(slake: SparkLake, info: TableInfo) -> TableFlush | None:
+def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
     lake = slake.lake
     state = load_state(lake, info.schema_name, info.table_name)
     s = state.snapshot_id
@@ -287,7 +285,7 @@ def _flush_table(slake: SparkLake, info: TableInfo) -> TableFlush | None:
                       sum(len(v) for v in file_deletes.values()), sid)
 
 
-def _block_frame(slake: SparkLake, block: inlined_data.InlinedRows,
+def _block_frame(slake: LakeWriter, block: inlined_data.InlinedRows,
                  columns: Sequence[ColumnInfo], carrier: bool = False) -> DataFrame:
     """Inlined rows (read ``exact``) as a DataFrame with their row ids and snapshots; with
     ``carrier`` in the form a carrier scan of Parquet gives (:mod:`.physical`)."""
@@ -307,7 +305,7 @@ def _carrier_converter(column: ColumnInfo) -> Callable[[Any], Any]:
 
 # ---------------------------------------------------------------------------------- merge
 def merge_adjacent_files(
-    slake: SparkLake, schema: str | None = None, table: str | None = None,
+    slake: LakeWriter, schema: str | None = None, table: str | None = None,
     min_file_size: int | str | None = None, max_file_size: int | str | None = None,
     max_compacted_files: int | None = None,
 ) -> CompactionResult:
@@ -334,7 +332,7 @@ def merge_adjacent_files(
     return out
 
 
-def _merge_table(slake: SparkLake, info: TableInfo, low: int | None, high: int | None,
+def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int | None,
                  max_files: int | None) -> TableCompaction | None:
     lake = slake.lake
     state = load_state(lake, info.schema_name, info.table_name)
@@ -411,7 +409,7 @@ def _sources_state(state: TableState, sources: Sequence[SourceFile],
 
 
 # ---------------------------------------------------------------------------------- rewrite
-def rewrite_data_files(slake: SparkLake, schema: str | None = None, table: str | None = None,
+def rewrite_data_files(slake: LakeWriter, schema: str | None = None, table: str | None = None,
                        delete_threshold: float | None = None) -> CompactionResult:
     """DuckDB's ``ducklake_rewrite_data_files``: rewrite files whose deleted fraction is at
     least ``delete_threshold`` (default: the ``rewrite_delete_threshold`` option, 0.95)."""
@@ -431,7 +429,7 @@ def rewrite_data_files(slake: SparkLake, schema: str | None = None, table: str |
     return out
 
 
-def _rewrite_table(slake: SparkLake, info: TableInfo,
+def _rewrite_table(slake: LakeWriter, info: TableInfo,
                    threshold: float | None) -> TableCompaction | None:
     lake = slake.lake
     state = load_state(lake, info.schema_name, info.table_name)

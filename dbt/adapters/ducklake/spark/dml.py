@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -48,6 +48,17 @@ class CommitInfo:
 def commit(tx: Transaction, info: CommitInfo) -> Snapshot:
     """Commit ``tx`` as one snapshot carrying ``info``."""
     return tx.commit(info.author, info.message, info.extra_info)
+
+
+class LakeWriter(Protocol):
+    """What maintenance needs of a :class:`~.lake.SparkLake`: its session, its catalog, and
+    its commit (with the lake's own commit information when given none). A protocol, so that
+    the modules below the façade need not import it."""
+
+    spark: SparkSession
+    lake: Lake
+
+    def commit(self, tx: Transaction, info: CommitInfo | None = None) -> Snapshot: ...
 
 
 @dataclass(frozen=True)
