@@ -336,13 +336,19 @@ def set_field_ids(path: str, field_ids: Mapping[tuple[str, ...], int]) -> tuple[
         return start + len(footer) + 8, len(footer)
     if encode_struct(decode_struct(new)) != new:  # cheap self-check before touching the file
         raise AssertionError("re-encoded Parquet footer does not round-trip")
+    return _write_footer(path, start, new)
+
+
+def _write_footer(path: str, start: int, footer: bytes) -> tuple[int, int]:
+    """Write ``footer`` over the one that begins at ``start``, then truncate and fsync;
+    returns (file size, footer length)."""
     with open(path, "r+b") as f:
         f.seek(start)
-        f.write(new + len(new).to_bytes(4, "little") + MAGIC)
+        f.write(footer + len(footer).to_bytes(4, "little") + MAGIC)
         f.truncate()
         f.flush()
         os.fsync(f.fileno())
-    return start + len(new) + 8, len(new)
+    return start + len(footer) + 8, len(footer)
 
 
 # ---------------------------------------------------------------------------------- logical types
@@ -532,11 +538,6 @@ def retype_file(path: str, leaves: Mapping[tuple[str, ...], str],
     the same reason: the file is not in the catalog yet); returns (file size, footer length)."""
     start, footer = read_footer(path)
     new = retype_footer(footer, leaves, bounds_of)
-    if new != footer:
-        with open(path, "r+b") as f:
-            f.seek(start)
-            f.write(new + len(new).to_bytes(4, "little") + MAGIC)
-            f.truncate()
-            f.flush()
-            os.fsync(f.fileno())
-    return start + len(new) + 8, len(new)
+    if new == footer:
+        return start + len(footer) + 8, len(footer)
+    return _write_footer(path, start, new)

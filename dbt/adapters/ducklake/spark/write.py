@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, NullType
 
@@ -78,13 +78,19 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
         if source.dataType != target:
             expr = expr.cast(target)
         out.append(expr.alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
+    return df.select(*out, *_hidden_columns(row_ids, snapshot_ids))
+
+
+def _hidden_columns(row_ids: bool, snapshot_ids: bool) -> list[Column]:
+    """The hidden row-id and snapshot-id columns DuckDB writes, tagged with their field ids."""
+    out = []
     if row_ids:
         out.append(F.col(ROW_ID_COLUMN).cast(LongType())
                    .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
     if snapshot_ids:
         out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
                    .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
-    return df.select(*out)
+    return out
 
 
 def conform_carrier(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
@@ -100,13 +106,7 @@ def conform_carrier(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool 
         value = physical.written(F.col(f"`{column.column_name}`"), column)
         out.append(value.cast(physical.write_type(column))
                    .alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
-    if row_ids:
-        out.append(F.col(ROW_ID_COLUMN).cast(LongType())
-                   .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
-    if snapshot_ids:
-        out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
-                   .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
-    return df.select(*out)
+    return df.select(*out, *_hidden_columns(row_ids, snapshot_ids))
 
 
 def conform_arrow(rows: pa.Table, columns: Sequence[ColumnInfo],
