@@ -338,21 +338,11 @@ def spark_session(app: str = "dbt-ducklake-bench"):  # noqa: ANN201 - SparkSessi
 
 
 def duckdb_connect():  # noqa: ANN201 - duckdb.DuckDBPyConnection
-    """DuckDB 1.5.5 with the ducklake, sqlite and postgres extensions loaded by path."""
-    import duckdb
-    import duckdb_extension_ducklake
+    """DuckDB 1.5.5 with its extensions loaded by path: the tests' oracle connection."""
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from oracle import duckdb_connect as connect
 
-    base = os.path.dirname(os.path.dirname(duckdb_extension_ducklake.__file__))
-    con = duckdb.connect(config={
-        "allow_unsigned_extensions": True,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    })
-    for ext in sorted(glob.glob(os.path.join(
-            base, "duckdb_extension_*", "extensions", "v1.5.5", "*.duckdb_extension"))):
-        con.execute(f"LOAD '{ext}'")
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    return connect()
 
 
 def machine() -> dict[str, Any]:

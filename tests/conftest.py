@@ -11,7 +11,6 @@ adapter's ``getOrCreate``), with the same settings (``SPARK_TEST_CONF``) whichev
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 import uuid
@@ -19,8 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from oracle import duckdb_connect
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
+
+__all__ = ["duckdb_connect"]  # test modules import it from here
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
@@ -139,24 +141,6 @@ def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def duckdb_connect():  # noqa: ANN201 - duckdb.DuckDBPyConnection
-    """A DuckDB connection with the ducklake, sqlite and postgres extensions loaded by path."""
-    import duckdb
-    import duckdb_extension_ducklake
-
-    base = os.path.dirname(os.path.dirname(duckdb_extension_ducklake.__file__))
-    con = duckdb.connect(config={
-        "allow_unsigned_extensions": True,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    })
-    for ext in sorted(glob.glob(os.path.join(
-            base, "duckdb_extension_*", "extensions", "v1.5.5", "*.duckdb_extension"))):
-        con.execute(f"LOAD '{ext}'")
-    con.execute("SET TimeZone = 'UTC'")
-    return con
-
-
 @pytest.fixture
 def duck(lake_target: LakeTarget) -> Iterator[object]:
     """DuckDB attached to the test's lake as ``lake``."""
@@ -177,6 +161,17 @@ def spark():  # noqa: ANN201 - SparkSession
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def lake(spark, lake_target: LakeTarget):  # noqa: ANN001, ANN201 - SparkLake
+    """A SparkLake over the test's lake (engine and reliability tests)."""
+    from dbt.adapters.ducklake.spark import SparkLake
+
+    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
+                        **lake_target.open_kwargs())
+    yield lk
+    lk.close()
 
 
 @pytest.fixture(scope="class")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import math
+import os
 from decimal import Decimal
 from typing import Any
 
@@ -55,3 +57,22 @@ def assert_same(duck: Any, table: str, df: Any, at: int | None = None) -> None:
     expected = duck_rows(duck, f"SELECT {cols} FROM lake.{table}{clause}")
     actual = spark_rows(df)
     assert actual == expected, f"\nspark : {actual[:5]}\nduckdb: {expected[:5]}"
+
+
+def duckdb_connect():  # noqa: ANN201 - duckdb.DuckDBPyConnection
+    """DuckDB 1.5.5 with the ducklake, sqlite and postgres extensions loaded by path (the
+    extensions come as pip packages; nothing is downloaded), in UTC."""
+    import duckdb
+    import duckdb_extension_ducklake
+
+    base = os.path.dirname(os.path.dirname(duckdb_extension_ducklake.__file__))
+    con = duckdb.connect(config={
+        "allow_unsigned_extensions": True,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    })
+    for ext in sorted(glob.glob(os.path.join(
+            base, "duckdb_extension_*", "extensions", "v1.5.5", "*.duckdb_extension"))):
+        con.execute(f"LOAD '{ext}'")
+    con.execute("SET TimeZone = 'UTC'")
+    return con

@@ -1,18 +1,8 @@
-"""Engine fixtures: a SparkLake over the test's lake (SQLite or PostgreSQL catalog)."""
+"""Engine fixtures (the lake itself, ``lake``, is in the root conftest)."""
 
 from __future__ import annotations
 
 import pytest
-
-from dbt.adapters.ducklake.spark import SparkLake
-
-
-@pytest.fixture
-def lake(spark, lake_target):  # noqa: ANN001, ANN201
-    lk = SparkLake.open(spark, lake_target.catalog, lake_target.data_path,
-                        **lake_target.open_kwargs())
-    yield lk
-    lk.close()
 
 
 @pytest.fixture(autouse=True)

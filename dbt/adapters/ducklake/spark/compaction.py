@@ -318,16 +318,24 @@ def merge_adjacent_files(
         raise InvalidArgumentError("min_file_size must be less than max_file_size")
     if max_compacted_files is not None and int(max_compacted_files) <= 0:
         raise InvalidArgumentError("max_compacted_files must be greater than zero")
+    return _each_table("merge_adjacent_files", slake, schema, table, lambda info: _merge_table(
+        slake, info, low, high, max_compacted_files))
+
+
+def _each_table(operation: str, slake: LakeWriter, schema: str | None, table: str | None,
+                compact: Callable[[TableInfo], TableCompaction | None]) -> CompactionResult:
+    """Compact each selected table in its own snapshot; a table with a column type that
+    cannot be carried is skipped, and the result says why."""
     done, skipped = [], []
     for info in select_tables(slake, schema, table):
         try:
-            result = _merge_table(slake, info, low, high, max_compacted_files)
+            result = compact(info)
         except UnsupportedTypeError as exc:
             skipped.append(f"{info.schema_name}.{info.table_name}: {exc}")
             continue
         if result is not None:
             done.append(result)
-    out = CompactionResult("merge_adjacent_files", tuple(done), tuple(skipped))
+    out = CompactionResult(operation, tuple(done), tuple(skipped))
     log.info("%s", out.summary())
     return out
 
@@ -415,18 +423,8 @@ def rewrite_data_files(slake: LakeWriter, schema: str | None = None, table: str 
     least ``delete_threshold`` (default: the ``rewrite_delete_threshold`` option, 0.95)."""
     if delete_threshold is not None and not 0 <= float(delete_threshold) <= 1:
         raise InvalidArgumentError("delete_threshold must be between 0 and 1")
-    done, skipped = [], []
-    for info in select_tables(slake, schema, table):
-        try:
-            result = _rewrite_table(slake, info, delete_threshold)
-        except UnsupportedTypeError as exc:
-            skipped.append(f"{info.schema_name}.{info.table_name}: {exc}")
-            continue
-        if result is not None:
-            done.append(result)
-    out = CompactionResult("rewrite_data_files", tuple(done), tuple(skipped))
-    log.info("%s", out.summary())
-    return out
+    return _each_table("rewrite_data_files", slake, schema, table,
+                       lambda info: _rewrite_table(slake, info, delete_threshold))
 
 
 def _rewrite_table(slake: LakeWriter, info: TableInfo,
