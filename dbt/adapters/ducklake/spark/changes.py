@@ -34,6 +34,7 @@ from .read import (
     ROW_ID,
     SNAPSHOT_ID,
     TableState,
+    held_columns,
     lake_text,
     local_frame,
     scan,
@@ -82,7 +83,8 @@ def load_sources(lake: Lake, schema_name: str, table_name: str, start: Bound,
             snapshot_id=span.end, schema=schema, table=table, columns=columns,
             table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
             inlined_deletes={}, inlined=[], column_history=[tuple(r) for r in history],
-            mappings=lake.name_mappings(sorted(mapping_ids), conn))
+            mappings=lake.name_mappings(sorted(mapping_ids), conn),
+            held=held_columns(lake, conn, [*inserted, *(s.data_file for s in scans)]))
         inserted_inlined = inlined_data.read_rows(
             lake, conn, table.table_id, "begin_snapshot >= :a AND begin_snapshot <= :b", params)
         deleted_inlined = [  # the rows are selected with end_snapshot IS NOT NULL

@@ -82,6 +82,9 @@ class TableState:
     inlining_row_limit: int = 10
     # data file id -> {column id: value text} for columns held in the file's hive path
     path_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
+    # data file id -> ids of the leaf columns the file holds (its column statistics), for
+    # files written by a compaction (no ``row_id_start``): see :meth:`written_columns`
+    held: dict[int, frozenset[int]] = field(default_factory=dict)
     # file facts for skipping (:func:`.skipping.file_facts`), read on first use and shared by
     # the states derived from this one: what a snapshot's files hold never changes
     facts: dict[Any, Any] = field(default_factory=dict)
@@ -99,6 +102,49 @@ class TableState:
                     if r[1] <= snapshot and (r[2] is None or snapshot < r[2])]
             cache[snapshot] = build_column_tree(rows)
         return cache[snapshot]
+
+    def written_columns(self, data_file: DataFile,
+                        cache: dict[int, list[ColumnInfo]]) -> list[ColumnInfo]:
+        """The columns ``data_file`` was written with: the table's at its ``begin_snapshot``,
+        except for a file DuckDB's ``rewrite_data_files`` wrote, which keeps the schema of the
+        file it rewrote (older columns, names and types) although it begins at the rewrite.
+        Its leaf columns (:attr:`held`) then name the latest earlier schema that has exactly
+        them; columns the file lacks read as their default, as DuckDB reads them."""
+        columns = self.columns_at(data_file.begin_snapshot, cache)
+        held = self.held.get(data_file.data_file_id)
+        if not held or _leaf_ids(columns) == held:
+            return columns
+        changes = {r[1] for r in self.column_history} | {
+            r[2] for r in self.column_history if r[2] is not None}
+        for snapshot in sorted(changes, reverse=True):
+            if snapshot < data_file.begin_snapshot:
+                older = self.columns_at(snapshot, cache)
+                if _leaf_ids(older) == held:
+                    return older
+        return columns
+
+
+def _leaf_ids(columns: Sequence[ColumnInfo]) -> frozenset[int]:
+    return frozenset(n.column_id for c in columns for n in c.walk() if not n.children)
+
+
+def held_columns(lake: Lake, conn: Connection,
+                 files: Sequence[DataFile]) -> dict[int, frozenset[int]]:
+    """Data file id -> the leaf column ids of its column statistics, for the files a
+    compaction wrote (``row_id_start`` NULL: rewritten, flushed, or merged with embedded row
+    ids), whose columns may be those of an older schema (:meth:`TableState.written_columns`).
+    """
+    from sqlalchemy import bindparam
+
+    ids = sorted({f.data_file_id for f in files if f.row_id_start is None})
+    out: dict[int, set[int]] = {}
+    for chunk in range(0, len(ids), 1000):
+        query = text(f"SELECT data_file_id, column_id FROM "
+                     f"{lake.t('ducklake_file_column_stats')} WHERE data_file_id IN :ids"
+                     ).bindparams(bindparam("ids", expanding=True))
+        for row in conn.execute(query, {"ids": ids[chunk:chunk + 1000]}):
+            out.setdefault(int(row[0]), set()).add(int(row[1]))
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 # Table states read recently, per lake: (schema, table, snapshot, latest snapshot) -> state.
@@ -185,6 +231,7 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
         hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
             m.is_partition for m in state.mappings.get(f.mapping_id, []))]
         state.path_values = lake.file_partition_columns(hive, conn)
+        state.held = held_columns(lake, conn, data_files)
     with _STATES_LOCK:
         states = _STATES.setdefault(lake, OrderedDict())
         states[key] = state
@@ -434,7 +481,7 @@ def scan(
     cache: dict[int, list[ColumnInfo]] = {}
     current_ids = {c.column_id for c in state.columns}
     for data_file in state.data_files:
-        file_columns = [c for c in state.columns_at(data_file.begin_snapshot, cache)
+        file_columns = [c for c in state.written_columns(data_file, cache)
                         if c.column_id in current_ids]
         by_name = False
         if data_file.mapping_id is not None:
