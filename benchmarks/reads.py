@@ -70,7 +70,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script
 
     from dbt.adapters.ducklake.spark import SparkLake
     from dbt.adapters.ducklake.sql.engine import Engine
-    from dbt.adapters.ducklake.sql.views import ViewRegistry
+    from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
     rows, days = int(args.scale), args.files
     spark = C.spark_session()

@@ -16,7 +16,7 @@ from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import NotFoundError, SnapshotNotFoundError
 from dbt.adapters.ducklake.sql import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

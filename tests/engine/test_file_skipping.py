@@ -20,7 +20,7 @@ from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
 from dbt.adapters.ducklake.spark.read import load_state
 from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 from dbt.adapters.ducklake.sql.engine import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
 from dbt.adapters.ducklake.sql import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,7 @@ from oracle import assert_same, duck_rows
 from dbt.adapters.ducklake.lake import SchemaMismatchError
 from dbt.adapters.ducklake.spark import merge
 from dbt.adapters.ducklake.sql import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -43,7 +43,7 @@ from pyspark.sql import DataFrame
 
 from dbt.adapters.ducklake.lake.models import ColumnInfo
 from dbt.adapters.ducklake.sql import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

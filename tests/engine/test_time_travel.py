@@ -10,7 +10,7 @@ from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, SnapshotNotFoundError
 from dbt.adapters.ducklake.sql import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry, parse_name
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry, parse_name
 
 pytestmark = pytest.mark.spark
 

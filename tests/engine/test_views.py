@@ -15,7 +15,7 @@ from oracle import duck_rows, spark_rows
 from dbt.adapters.ducklake.lake.errors import UnsupportedViewError
 from dbt.adapters.ducklake.lake.models import format_column_aliases, parse_column_aliases
 from dbt.adapters.ducklake.sql.engine import Engine
-from dbt.adapters.ducklake.sql.views import ViewRegistry
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ from .lake import inlined_data
 from .lake.errors import NotFoundError
 from .runtime import Runtime
 from .spark.lake import UNCHANGED
-from .sql.views import quote
+from .sql.temp_views import quote
 
 if TYPE_CHECKING:
     import agate

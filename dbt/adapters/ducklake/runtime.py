@@ -24,7 +24,7 @@ from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .spark.lake import CommitInfo, SparkLake
 from .sql.engine import Engine
-from .sql.views import ViewRegistry
+from .sql.temp_views import ViewRegistry
 
 logger = AdapterLogger("DuckLake")
 

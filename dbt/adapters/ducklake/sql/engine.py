@@ -31,8 +31,8 @@ from ..lake.types import LakeType
 from ..spark.lake import CommitInfo, LakeTable, PartitionBy, SparkLake
 from ..spark.partitions import key_expression
 from ..spark.types import column_specs, lake_type, spark_type
+from .temp_views import LakeName, ViewBody, ViewRegistry, parse_name, quote
 from .view_dialects import DUCKDB, SPARK, duckdb_query
-from .views import LakeName, ViewBody, ViewRegistry, parse_name, quote
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
