@@ -200,9 +200,12 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
                 kept = _LATEST.setdefault(lake, {}).get((schema_name, table_name)) \
                     if s == latest.snapshot_id else None
             if kept is not None and _untouched(lake, conn, kept[0], kept[1], s):
+                # the same contents, as of this snapshot (a write's transaction is based on
+                # it, and the one it was read at may be expired meanwhile)
+                state = kept[0] if kept[0].snapshot_id == s else replace(kept[0], snapshot_id=s)
                 with _STATES_LOCK:
-                    _LATEST[lake][(schema_name, table_name)] = (kept[0], s)
-                return kept[0]
+                    _LATEST[lake][(schema_name, table_name)] = (state, s)
+                return state
         schema = lake.schema(schema_name, s, conn)
         table = lake.table(schema_name, table_name, s, conn)
         columns = lake.columns(table.table_id, s, conn)
