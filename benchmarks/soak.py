@@ -19,7 +19,7 @@ import sys
 import time
 
 from dbt.adapters.ducklake.lake import Lake, TableRef, Transaction, data_files
-from dbt.adapters.ducklake.lake.commit import ColumnSpec
+from dbt.adapters.ducklake.lake.models import ColumnSpec
 from dbt.adapters.ducklake.lake.tables import create_table
 
 

@@ -7,6 +7,7 @@ import os
 import pytest
 from pyspark.sql import types as T
 
+from dbt.adapters.ducklake.lake.options import inlining_row_limit, store_option
 from dbt.adapters.ducklake.spark import SparkLake
 
 pytestmark = pytest.mark.spark
@@ -34,22 +35,22 @@ def test_limit_scoping(spark, lake, lake_target):  # noqa: ANN001
     t.append(rows(spark, 11))  # 11 rows: Parquet
     assert lake.current_snapshot().changes == [f"inserted_into_table:{t_id}"]
 
-    catalog.set_option("data_inlining_row_limit", 0)  # global off
+    store_option(catalog, "data_inlining_row_limit", 0)  # global off
     u.append(rows(spark, 3))
     assert lake.current_snapshot().changes[0].startswith("inserted_into_table:")
-    catalog.set_option("data_inlining_row_limit", 5, schema_id=s_id)  # schema wins
+    store_option(catalog, "data_inlining_row_limit", 5, schema_id=s_id)  # schema wins
     t.append(rows(spark, 5))
     assert lake.current_snapshot().changes == [f"inlined_insert:{t_id}"]
-    catalog.set_option("data_inlining_row_limit", 50, table_id=t_id)  # table wins
+    store_option(catalog, "data_inlining_row_limit", 50, table_id=t_id)  # table wins
     t.append(rows(spark, 40))
     assert lake.current_snapshot().changes == [f"inlined_insert:{t_id}"]
     files = parquet_files(lake_target.data_path)
     t.delete("id < 30")  # 30 + ... rows from inlined and Parquet; within 50: no new file
     assert parquet_files(lake_target.data_path) == files
     with catalog.read() as conn:
-        assert catalog.inlining_row_limit(conn, s_id, t_id) == 50
-        assert catalog.inlining_row_limit(conn, s_id, None) == 5
-        assert catalog.inlining_row_limit(conn, None, None) == 0
+        assert inlining_row_limit(catalog, conn, s_id, t_id) == 50
+        assert inlining_row_limit(catalog, conn, s_id, None) == 5
+        assert inlining_row_limit(catalog, conn, None, None) == 0
 
 
 def test_connection_setting_applies_when_the_lake_sets_none(spark, lake_target):  # noqa: ANN001

@@ -314,9 +314,10 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     import pyarrow.parquet as pq
     from sqlalchemy import text
 
-    from dbt.adapters.ducklake.lake.commit import TableRef, Transaction
+    from dbt.adapters.ducklake.lake.commit import Transaction
     from dbt.adapters.ducklake.lake.files import list_files
-    from dbt.adapters.ducklake.lake.inlined_data import can_inline
+    from dbt.adapters.ducklake.lake.inlining.rows import can_inline
+    from dbt.adapters.ducklake.lake.models import TableRef
     from dbt.adapters.ducklake.spark.dml import stage_insert
 
     build_history(spark, lake)

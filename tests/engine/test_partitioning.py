@@ -14,6 +14,7 @@ import pytest
 from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, NotFoundError
+from dbt.adapters.ducklake.lake.options import store_option
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry, parse_name
 
@@ -68,7 +69,7 @@ def partition_values_by_id(lake, duck, table: str) -> dict[int, tuple]:  # noqa:
 
 
 def no_inlining(lake) -> None:  # noqa: ANN001
-    lake.lake.set_option("data_inlining_row_limit", "0")
+    store_option(lake.lake, "data_inlining_row_limit", "0")
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
-from dbt.adapters.ducklake.lake.inlined_data import read_rows
+from dbt.adapters.ducklake.lake.inlining.rows import read_rows
 
 pytestmark = [pytest.mark.spark]
 

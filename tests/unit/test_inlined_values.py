@@ -23,7 +23,7 @@ import duckdb
 import pytest
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, UnsupportedTypeError
-from dbt.adapters.ducklake.lake.inlined_values import (
+from dbt.adapters.ducklake.lake.inlining.codec import (
     MonthDayNano,
     decode_inlined,
     encode_inlined,

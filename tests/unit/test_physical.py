@@ -17,7 +17,7 @@ import pytest
 from conftest import duckdb_connect
 
 from dbt.adapters.ducklake.lake.errors import UnsupportedTypeError
-from dbt.adapters.ducklake.lake.inlined_values import parquet_int
+from dbt.adapters.ducklake.lake.inlining.codec import parquet_int
 from dbt.adapters.ducklake.lake.types import LakeType
 from dbt.adapters.ducklake.spark.physical import hugeint_double
 

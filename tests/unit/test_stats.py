@@ -25,16 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dbt.adapters.ducklake.lake import stats as stats_module
+from dbt.adapters.ducklake.lake import file_stats
+from dbt.adapters.ducklake.lake.file_stats import file_column_stats
 from dbt.adapters.ducklake.lake.models import FileColumnStats, TableColumnStats
-from dbt.adapters.ducklake.lake.stats import (
-    compare_encoded,
-    encode_value,
-    file_column_stats,
-    inlined_value_text,
-    widen_table_column_stats,
-)
+from dbt.adapters.ducklake.lake.stats import compare_encoded, widen_table_column_stats
 from dbt.adapters.ducklake.lake.types import LakeType
+from dbt.adapters.ducklake.lake.value_text import encode_value, inlined_value_text
 
 T = LakeType.parse
 STAT_COLUMNS = "column_size_bytes, value_count, null_count, min_value, max_value, contains_nan"
@@ -834,11 +830,11 @@ def test_unsafe_conversions_give_null(tmp_path: Path) -> None:
 
 
 def test_chunk_bounds_reject_deprecated_and_inexact_fields() -> None:
-    kind = stats_module._Kind("string")
+    kind = file_stats._Kind("string")
     lake_type = T("varchar")
 
     def bounds(raw: dict[int, Any], ordered: bool = True) -> tuple[str | None, str | None]:
-        return stats_module._chunk_bounds(raw, ordered, True, kind, "BYTE_ARRAY", lake_type)
+        return file_stats._chunk_bounds(raw, ordered, True, kind, "BYTE_ARRAY", lake_type)
 
     assert bounds({6: b"a", 5: b"z"}) == ("a", "z")
     assert bounds({2: b"a", 1: b"z"}) == (None, None)  # deprecated min/max only

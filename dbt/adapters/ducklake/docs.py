@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base.relation import BaseRelation
 
 from .column import type_name
-from .lake import inlined_data
 from .lake.errors import NotFoundError
+from .lake.inlining import rows as inlined_data
 from .runtime import Runtime
 from .spark.lake import UNCHANGED
 from .sql.temp_views import quote

@@ -1,7 +1,7 @@
 """The DuckLake catalog client: no Spark, no dbt; SQLAlchemy Core over SQLite or PostgreSQL."""
 
 from .catalog import Lake
-from .commit import ColumnSpec, TableRef, Transaction
+from .commit import Transaction
 from .errors import (
     AlreadyExistsError,
     CatalogConnectionError,
@@ -18,7 +18,7 @@ from .errors import (
     UnsupportedTypeError,
     UnsupportedViewError,
 )
-from .models import Snapshot
+from .models import ColumnSpec, Snapshot, TableRef
 
 __all__ = [
     "AlreadyExistsError",

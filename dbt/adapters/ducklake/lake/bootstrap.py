@@ -1,11 +1,22 @@
 """The catalog's bootstrap: the 28 catalog tables of DuckLake 1.0, as DuckDB 1.5.5 creates
-them on each backend when a lake is created.
+them on each backend when a lake is created, the lake's first snapshot, and the format checks
+of ``ducklake_metadata`` when a lake is opened.
 
 Types are DuckDB logical types; :func:`backend_type` renders them the way DuckDB's sqlite and
 postgres scanners do (SQLite: BOOLEAN stored as BIGINT, UUID and TIMESTAMPTZ as VARCHAR).
 """
 
 from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from .conflicts import quote_name
+from .connect import CatalogDatabase
+from .errors import CatalogConnectionError, FormatVersionError, first_line
 
 FORMAT_VERSION = "1.0"
 CREATED_BY = "DuckDB d8cdaa33fd"
@@ -123,3 +134,81 @@ def create_statements(dialect: str, prefix: str) -> list[str]:
             cols.append(line)
         out.append(f"CREATE TABLE {prefix}{name}({', '.join(cols)})")
     return out
+
+
+def create_lake(db: CatalogDatabase, data_path: str) -> None:
+    """Create the 28 tables and snapshot 0 in one transaction, as DuckDB does."""
+    now = datetime.now(timezone.utc)
+    with db.write() as conn:
+        if db.metadata_schema:
+            conn.execute(text("CREATE SCHEMA IF NOT EXISTS " + quote_name(db.metadata_schema)))
+        for statement in create_statements(db.dialect, db.prefix):
+            conn.execute(text(statement))
+        conn.execute(
+            text(f"INSERT INTO {db.t('ducklake_snapshot')} VALUES (0, :t, 0, 1, 0)"),
+            {"t": db.encode_time(now)},
+        )
+        conn.execute(
+            text(
+                f"INSERT INTO {db.t('ducklake_snapshot_changes')} "
+                "VALUES (0, :c, NULL, NULL, NULL)"
+            ),
+            {"c": 'created_schema:"main"'},
+        )
+        for key, value in (
+            ("version", FORMAT_VERSION),
+            ("created_by", CREATED_BY),
+            ("data_path", data_path),
+            ("encrypted", "false"),
+        ):
+            conn.execute(
+                text(f"INSERT INTO {db.t('ducklake_metadata')} (key, value) VALUES (:k, :v)"),
+                {"k": key, "v": value},
+            )
+        conn.execute(
+            text(
+                f"INSERT INTO {db.t('ducklake_schema')} "
+                "VALUES (0, :u, 0, NULL, 'main', 'main/', :rel)"
+            ),
+            {"u": str(uuid.uuid4()), "rel": True},
+        )
+
+
+def read_metadata(db: CatalogDatabase) -> dict[str, str] | None:
+    """The lake's global ``ducklake_metadata`` (``version``, ``data_path``, ...), or ``None``
+    when the catalog holds no lake yet (the table does not exist)."""
+    try:
+        with db.read() as conn:
+            rows = conn.execute(
+                text(f"SELECT key, value FROM {db.t('ducklake_metadata')} WHERE scope IS NULL")
+            ).all()
+    except CatalogConnectionError:
+        raise
+    except (ProgrammingError, OperationalError) as exc:
+        msg = str(exc).lower()
+        if "no such table" in msg or "does not exist" in msg and "relation" in msg:
+            return None
+        raise CatalogConnectionError(
+            f"cannot read the DuckLake catalog {db.target.display}: {first_line(exc)}"
+        ) from exc
+    return dict(rows)
+
+
+def require_format_version(db: CatalogDatabase, version: str | None) -> None:
+    """Refuse a lake in another format version, without touching it."""
+    if version != FORMAT_VERSION:
+        raise FormatVersionError(
+            f"the lake in {db.target.display} has DuckLake format version {version!r}; "
+            "this client reads and writes only version "
+            f"{FORMAT_VERSION!r}. The lake "
+            "was not modified. Migrate it with DuckDB 1.5.5 (ATTACH ... "
+            "(AUTOMATIC_MIGRATION true)) or use a client that supports its version."
+        )
+
+
+def check_version(db: CatalogDatabase, conn: Connection) -> None:
+    """Refuse to go on if the lake's format changed since it was opened (a migration)."""
+    version = conn.execute(
+        text(f"SELECT value FROM {db.t('ducklake_metadata')} WHERE key = 'version' "
+             "AND scope IS NULL")).scalar()
+    require_format_version(db, version)

@@ -1,25 +1,25 @@
-"""The DuckLake catalog: open or create a lake, and read it at any snapshot.
+"""The DuckLake catalog client: the lake's catalog read at any snapshot.
 
-A :class:`Lake` owns a SQLAlchemy engine on the catalog database (SQLite or PostgreSQL) and
-knows the lake's data path. It never imports Spark or dbt. Writes go through
-:class:`~.commit.Transaction`, which turns staged changes into exactly one snapshot.
+A :class:`Lake` is a :class:`~.connect.CatalogDatabase` (engine, metadata schema, read and
+write transactions) plus the lake's data path, and answers questions about the catalog at a
+snapshot: snapshots, schemas, tables, views, columns, files, statistics and partitions. It
+never imports Spark or dbt. Creating a lake is :mod:`.bootstrap`'s, options are
+:mod:`.options`'s, and writes go through :class:`~.commit.Transaction`, which turns staged
+changes into exactly one snapshot.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, cast
 
 from sqlalchemy import Connection, text
-from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from . import bootstrap
-from .conflicts import quote_name
-from .connect import WRITE_OPTION, CatalogTarget, make_engine, parse_catalog
+from .connect import CatalogDatabase, CatalogTarget, parse_catalog
 from .errors import (
     CatalogConnectionError,
     FormatVersionError,
@@ -43,8 +43,6 @@ from .models import (
     TableStats,
     ViewInfo,
 )
-
-DEFAULT_INLINING_ROW_LIMIT = 10
 
 
 def visible(alias: str = "") -> str:
@@ -77,12 +75,23 @@ def is_remote(path: str) -> bool:
 
 MAX_RETRY_COUNT = 10  # DuckDB's ducklake_max_retry_count default
 
+# The columns of ``ducklake_table`` (alias ``e``) and ``ducklake_view`` (alias ``e``, with
+# the Spark SQL tag ``g``) that :class:`TableInfo` and :class:`ViewInfo` hold, then the
+# schema's name.
+_TABLE_COLUMNS = ("e.table_id, e.table_uuid, e.begin_snapshot, e.end_snapshot, e.schema_id, "
+                  "e.table_name, e.path, e.path_is_relative, s.schema_name")
+_VIEW_COLUMNS = ("e.view_id, e.view_uuid, e.begin_snapshot, e.end_snapshot, e.schema_id, "
+                 "e.view_name, e.dialect, e.sql, e.column_aliases, s.schema_name, g.value")
 
-class Lake:
+
+class Lake(CatalogDatabase):
     """A DuckLake lake: its catalog database plus its data path.
 
     Use :meth:`open`; it creates the lake when the catalog is empty, exactly as DuckDB 1.5.5
     does, and refuses a lake written in another format version without touching it.
+
+    A question is asked in the caller's transaction (``conn``); one asked without it
+    (``conn=None``, where allowed) opens a read transaction of its own.
     """
 
     def __init__(
@@ -92,15 +101,11 @@ class Lake:
         metadata_schema: str | None,
         data_inlining_row_limit: int | None,
     ) -> None:
-        self.target = target
+        super().__init__(target, metadata_schema)
         # Commit retries on lost snapshot-id races (DuckDB's ducklake_max_retry_count).
         self.max_retry_count = MAX_RETRY_COUNT
-        self.engine = make_engine(target)
-        self.dialect = target.dialect
-        self.metadata_schema = metadata_schema
-        # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
-        self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
         self.data_path = data_path
+        # The connection-level inlining limit; see :func:`.options.inlining_row_limit`.
         self.data_inlining_row_limit = data_inlining_row_limit
 
     # ------------------------------------------------------------------ opening
@@ -149,7 +154,7 @@ class Lake:
             wanted = normalise_dir(wanted)
         lake = cls(target, wanted or "", metadata_schema, data_inlining_row_limit)
         try:
-            meta = lake._read_metadata()
+            meta = bootstrap.read_metadata(lake)
         except CatalogConnectionError:
             lake.engine.dispose()
             raise
@@ -161,10 +166,12 @@ class Lake:
                     "data_path is required to create a new lake: pass the directory (or object "
                     "store URL) where its Parquet files should live"
                 )
-            lake._initialise(wanted)
+            bootstrap.create_lake(lake, wanted)
+            if not is_remote(wanted):
+                os.makedirs(wanted, exist_ok=True)
             return lake
         try:
-            lake._check_version(meta.get("version"))
+            bootstrap.require_format_version(lake, meta.get("version"))
         except FormatVersionError:
             lake.engine.dispose()
             raise
@@ -186,135 +193,20 @@ class Lake:
         lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
         return lake
 
-    def close(self) -> None:
-        self.engine.dispose()
-
     def __enter__(self) -> Lake:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def t(self, name: str) -> str:
-        """A catalog table name qualified with the metadata schema."""
-        return f"{self.prefix}{name}"
-
     @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read transaction: every query inside sees the same catalog state."""
-        try:
-            conn = self.engine.connect()
-        except (OperationalError, DBAPIError) as exc:
-            raise CatalogConnectionError(
-                f"cannot connect to the DuckLake catalog {self.target.display}: "
-                f"{_first_line(exc)}"
-            ) from exc
-        try:
-            if self.dialect == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                yield conn
-        finally:
-            conn.close()
-
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it holds the write lock from its first statement."""
-        try:
-            conn = self.engine.connect().execution_options(**{WRITE_OPTION: True})
-        except (OperationalError, DBAPIError) as exc:
-            raise CatalogConnectionError(
-                f"cannot connect to the DuckLake catalog {self.target.display}: "
-                f"{_first_line(exc)}"
-            ) from exc
-        try:
-            with conn.begin():
-                yield conn
-        finally:
-            conn.close()
-
-    def _check_version(self, version: str | None) -> None:
-        if version != bootstrap.FORMAT_VERSION:
-            raise FormatVersionError(
-                f"the lake in {self.target.display} has DuckLake format version {version!r}; "
-                "this client reads and writes only version "
-                f"{bootstrap.FORMAT_VERSION!r}. The lake "
-                "was not modified. Migrate it with DuckDB 1.5.5 (ATTACH ... "
-                "(AUTOMATIC_MIGRATION true)) or use a client that supports its version."
-            )
-
-    def check_version(self, conn: Connection) -> None:
-        """Refuse to go on if the lake's format changed since it was opened (a migration)."""
-        version = conn.execute(
-            text(f"SELECT value FROM {self.t('ducklake_metadata')} WHERE key = 'version' "
-                 "AND scope IS NULL")).scalar()
-        self._check_version(version)
-
-    def _read_metadata(self) -> dict[str, str] | None:
-        try:
-            with self.read() as conn:
-                rows = conn.execute(
-                    text(f"SELECT key, value FROM {self.t('ducklake_metadata')} "
-                         "WHERE scope IS NULL")
-                ).all()
-        except CatalogConnectionError:
-            raise
-        except (ProgrammingError, OperationalError) as exc:
-            msg = str(exc).lower()
-            if "no such table" in msg or "does not exist" in msg and "relation" in msg:
-                return None
-            raise CatalogConnectionError(
-                f"cannot read the DuckLake catalog {self.target.display}: {_first_line(exc)}"
-            ) from exc
-        return dict(rows)
-
-    def _initialise(self, data_path: str) -> None:
-        """Create the 28 tables and snapshot 0 in one transaction, as DuckDB does."""
-        now = datetime.now(timezone.utc)
-        with self.write() as conn:
-            if self.metadata_schema:
-                conn.execute(text("CREATE SCHEMA IF NOT EXISTS "
-                                  + quote_name(self.metadata_schema)))
-            for statement in bootstrap.create_statements(self.dialect, self.prefix):
-                conn.execute(text(statement))
-            conn.execute(
-                text(f"INSERT INTO {self.t('ducklake_snapshot')} VALUES (0, :t, 0, 1, 0)"),
-                {"t": self.encode_time(now)},
-            )
-            conn.execute(
-                text(
-                    f"INSERT INTO {self.t('ducklake_snapshot_changes')} "
-                    "VALUES (0, :c, NULL, NULL, NULL)"
-                ),
-                {"c": 'created_schema:"main"'},
-            )
-            for key, value in (
-                ("version", bootstrap.FORMAT_VERSION),
-                ("created_by", bootstrap.CREATED_BY),
-                ("data_path", data_path),
-                ("encrypted", "false"),
-            ):
-                conn.execute(
-                    text(f"INSERT INTO {self.t('ducklake_metadata')} (key, value) "
-                         "VALUES (:k, :v)"),
-                    {"k": key, "v": value},
-                )
-            conn.execute(
-                text(
-                    f"INSERT INTO {self.t('ducklake_schema')} "
-                    "VALUES (0, :u, 0, NULL, 'main', 'main/', :rel)"
-                ),
-                {"u": str(uuid.uuid4()), "rel": True},
-            )
-        if not is_remote(data_path):
-            os.makedirs(data_path, exist_ok=True)
-
-    def encode_time(self, value: datetime) -> Any:
-        """A timestamp as the backend stores it (text with ``+00`` on SQLite)."""
-        if self.dialect == "sqlite":
-            utc = value.astimezone(timezone.utc)
-            return utc.strftime("%Y-%m-%d %H:%M:%S.%f") + "+00"
-        return value
+    def _reading(self, conn: Connection | None) -> Iterator[Connection]:
+        """``conn`` itself, or a read transaction of its own when the caller has none."""
+        if conn is not None:
+            yield conn
+            return
+        with self.read() as own:
+            yield own
 
     # ------------------------------------------------------------------ snapshots
     def _snapshot_select(self) -> str:
@@ -333,13 +225,11 @@ class Lake:
         )
 
     def latest_snapshot(self, conn: Connection | None = None) -> Snapshot:
-        if conn is None:
-            with self.read() as c:
-                return self.latest_snapshot(c)
-        row = conn.execute(
-            text(self._snapshot_select() + " WHERE s.snapshot_id = "
-                 f"(SELECT MAX(snapshot_id) FROM {self.t('ducklake_snapshot')})")
-        ).one()
+        with self._reading(conn) as conn:
+            row = conn.execute(
+                text(self._snapshot_select() + " WHERE s.snapshot_id = "
+                     f"(SELECT MAX(snapshot_id) FROM {self.t('ducklake_snapshot')})")
+            ).one()
         return self._snapshot(row)
 
     def snapshots(self, since: int | None = None) -> list[Snapshot]:
@@ -377,51 +267,48 @@ class Lake:
         before it; neither picks the latest. Unknown or expired snapshots raise
         :class:`SnapshotNotFoundError`.
         """
-        if conn is None:
-            with self.read() as c:
-                return self.snapshot(version, timestamp, c)
-        if version is not None and timestamp is not None:
-            raise InvalidArgumentError("pass a snapshot version or a timestamp, not both")
-        if version is not None:
-            try:
-                version = int(version)
-            except (TypeError, ValueError) as exc:
-                raise InvalidArgumentError(
-                    f"snapshot version must be an integer, got {version!r}"
-                ) from exc
-            row = conn.execute(
-                text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": version}
-            ).first()
-            if row is None:
-                raise SnapshotNotFoundError(
-                    f"no snapshot with version {version} in the lake (it was never created or "
-                    f"has been expired); {self._available(conn)}"
-                )
-            return self._snapshot(row)
-        if timestamp is not None:
-            when = as_timestamp(timestamp)
-            sid = self._snapshot_by_time(when, "<=", conn)
-            if sid is None:
-                raise SnapshotNotFoundError(
-                    f"no snapshot at or before {when.isoformat()} (the lake's history starts "
-                    f"later, or those snapshots have been expired); {self._available(conn)}"
-                )
-            return self.snapshot(version=sid, conn=conn)
-        return self.latest_snapshot(conn)
+        with self._reading(conn) as conn:
+            if version is not None and timestamp is not None:
+                raise InvalidArgumentError("pass a snapshot version or a timestamp, not both")
+            if version is not None:
+                try:
+                    version = int(version)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidArgumentError(
+                        f"snapshot version must be an integer, got {version!r}"
+                    ) from exc
+                row = conn.execute(
+                    text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": version}
+                ).first()
+                if row is None:
+                    raise SnapshotNotFoundError(
+                        f"no snapshot with version {version} in the lake (it was never created "
+                        f"or has been expired); {self._available(conn)}"
+                    )
+                return self._snapshot(row)
+            if timestamp is not None:
+                when = as_timestamp(timestamp)
+                sid = self._snapshot_by_time(when, "<=", conn)
+                if sid is None:
+                    raise SnapshotNotFoundError(
+                        f"no snapshot at or before {when.isoformat()} (the lake's history "
+                        "starts later, or those snapshots have been expired); "
+                        f"{self._available(conn)}"
+                    )
+                return self.snapshot(version=sid, conn=conn)
+            return self.latest_snapshot(conn)
 
     def snapshot_at_or_after(self, timestamp: datetime | str,
                              conn: Connection | None = None) -> Snapshot:
         """The earliest snapshot at or after ``timestamp``: the start bound of a change feed
         given as a time (DuckDB's lower bound), so that it covers the commits after it."""
-        if conn is None:
-            with self.read() as c:
-                return self.snapshot_at_or_after(timestamp, c)
-        when = as_timestamp(timestamp)
-        sid = self._snapshot_by_time(when, ">=", conn)
-        if sid is None:
-            raise SnapshotNotFoundError(
-                f"no snapshot at or after {when.isoformat()}; {self._available(conn)}")
-        return self.snapshot(version=sid, conn=conn)
+        with self._reading(conn) as conn:
+            when = as_timestamp(timestamp)
+            sid = self._snapshot_by_time(when, ">=", conn)
+            if sid is None:
+                raise SnapshotNotFoundError(
+                    f"no snapshot at or after {when.isoformat()}; {self._available(conn)}")
+            return self.snapshot(version=sid, conn=conn)
 
     def _snapshot_by_time(self, when: datetime, op: str, conn: Connection) -> int | None:
         """The latest snapshot at or before ``when`` (``op`` ``<=``) or the earliest at or
@@ -460,18 +347,17 @@ class Lake:
         return (f"available snapshots are {first} ({parse_time(t0).isoformat()}) to {last} "
                 f"({parse_time(t1).isoformat()})")
 
+    # ------------------------------------------------------------------ schemas, tables, views
     def _at(self, at: int | None, conn: Connection) -> int:
         return self.latest_snapshot(conn).snapshot_id if at is None else at
 
     def schemas(self, at: int | None = None, conn: Connection | None = None) -> list[SchemaInfo]:
-        if conn is None:
-            with self.read() as c:
-                return self.schemas(at, c)
-        rows = conn.execute(
-            text(f"SELECT * FROM {self.t('ducklake_schema')} WHERE {visible()} "
-                 "ORDER BY schema_id"),
-            {"s": self._at(at, conn)},
-        ).all()
+        with self._reading(conn) as conn:
+            rows = conn.execute(
+                text(f"SELECT * FROM {self.t('ducklake_schema')} WHERE {visible()} "
+                     "ORDER BY schema_id"),
+                {"s": self._at(at, conn)},
+            ).all()
         return [SchemaInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], bool(r[6])) for r in rows]
 
     def schema(self, name: str, at: int | None = None,
@@ -487,20 +373,7 @@ class Lake:
         conn: Connection | None = None,
     ) -> list[TableInfo]:
         """Tables visible at ``at`` (latest by default), in one catalog query."""
-        if conn is None:
-            with self.read() as c:
-                return self.tables(schema_name, at, c)
-        sql = (
-            "SELECT t.table_id, t.table_uuid, t.begin_snapshot, t.end_snapshot, t.schema_id, "
-            "t.table_name, t.path, t.path_is_relative, s.schema_name "
-            f"FROM {self.t('ducklake_table')} t JOIN {self.t('ducklake_schema')} s "
-            f"ON s.schema_id = t.schema_id AND {visible('s')} WHERE {visible('t')}"
-        )
-        params: dict[str, Any] = {"s": self._at(at, conn)}
-        if schema_name is not None:
-            sql += " AND LOWER(s.schema_name) = LOWER(:n)"
-            params["n"] = schema_name
-        rows = conn.execute(text(sql + " ORDER BY t.table_id"), params).all()
+        rows = self._entries("table", _TABLE_COLUMNS, schema_name, at, conn)
         return [
             TableInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], bool(r[7]), r[8])
             for r in rows
@@ -522,16 +395,51 @@ class Lake:
         """``(kind, name)`` of every table and view in a schema, in one catalog query."""
         with self.read() as conn:
             rows = conn.execute(
-                text(f"SELECT 'table', t.table_name FROM {self.t('ducklake_table')} t JOIN "
-                     f"{self.t('ducklake_schema')} s ON s.schema_id = t.schema_id AND "
-                     f"{visible('s')} WHERE {visible('t')} AND LOWER(s.schema_name) = LOWER(:n) "
-                     f"UNION ALL SELECT 'view', v.view_name FROM {self.t('ducklake_view')} v "
-                     f"JOIN {self.t('ducklake_schema')} s ON s.schema_id = v.schema_id AND "
-                     f"{visible('s')} WHERE {visible('v')} AND LOWER(s.schema_name) = LOWER(:n)"),
+                text(self._entries_query("table", "'table', e.table_name", True)
+                     + " UNION ALL "
+                     + self._entries_query("view", "'view', e.view_name", True)),
                 {"n": schema_name, "s": self._at(at, conn)},
             ).all()
         return [(r[0], r[1]) for r in rows]
 
+    def _entries_query(self, kind: str, columns: str, in_schema: bool, join: str = "") -> str:
+        """SELECT ``columns`` of the ``ducklake_{kind}`` rows (alias ``e``) visible at ``:s``
+        whose schema (alias ``s``) is visible too, in the schema named ``:n`` (in any case)
+        when ``in_schema``: tables and views are both such schema entries."""
+        sql = (f"SELECT {columns} FROM {self.t('ducklake_' + kind)} e JOIN "
+               f"{self.t('ducklake_schema')} s ON s.schema_id = e.schema_id AND "
+               f"{visible('s')}{join} WHERE {visible('e')}")
+        return sql + " AND LOWER(s.schema_name) = LOWER(:n)" if in_schema else sql
+
+    def _entries(self, kind: str, columns: str, schema_name: str | None, at: int | None,
+                 conn: Connection | None, join: str = "") -> Sequence[Sequence[Any]]:
+        """The rows of :meth:`_entries_query` at ``at`` (latest by default), by id."""
+        with self._reading(conn) as conn:
+            params: dict[str, Any] = {"s": self._at(at, conn)}
+            if schema_name is not None:
+                params["n"] = schema_name
+            sql = self._entries_query(kind, columns, schema_name is not None, join)
+            return conn.execute(text(f"{sql} ORDER BY e.{kind}_id"), params).all()
+
+    def table_by_id(self, table_id: int, at: int, conn: Connection) -> TableInfo | None:
+        for table in self.tables(None, at, conn):
+            if table.table_id == table_id:
+                return table
+        return None
+
+    def views(
+        self, schema_name: str | None = None, at: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[ViewInfo]:
+        """Views visible at ``at`` (latest by default), each with its Spark SQL tag."""
+        rows = self._entries(
+            "view", _VIEW_COLUMNS, schema_name, at, conn,
+            join=f" LEFT JOIN {self.t('ducklake_tag')} g ON g.object_id = e.view_id "
+                 f"AND g.key = '{SPARK_SQL_TAG}' AND {visible('g')}")
+        return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9],
+                         r[10]) for r in rows]
+
+    # ------------------------------------------------------------------ columns and comments
     def comment(self, object_id: int, conn: Connection, at: int | None = None) -> str | None:
         row = conn.execute(
             text(f"SELECT value FROM {self.t('ducklake_tag')} WHERE object_id = :o AND "
@@ -548,47 +456,16 @@ class Lake:
             {"t": table_id, "s": self._at(at, conn)}).all())
         return {int(c): v for c, v in rows}
 
-    def table_by_id(self, table_id: int, at: int, conn: Connection) -> TableInfo | None:
-        for table in self.tables(None, at, conn):
-            if table.table_id == table_id:
-                return table
-        return None
-
-    def views(
-        self, schema_name: str | None = None, at: int | None = None,
-        conn: Connection | None = None,
-    ) -> list[ViewInfo]:
-        if conn is None:
-            with self.read() as c:
-                return self.views(schema_name, at, c)
-        sql = (
-            "SELECT v.view_id, v.view_uuid, v.begin_snapshot, v.end_snapshot, v.schema_id, "
-            "v.view_name, v.dialect, v.sql, v.column_aliases, s.schema_name, g.value "
-            f"FROM {self.t('ducklake_view')} v JOIN {self.t('ducklake_schema')} s "
-            f"ON s.schema_id = v.schema_id AND {visible('s')} "
-            f"LEFT JOIN {self.t('ducklake_tag')} g ON g.object_id = v.view_id "
-            f"AND g.key = '{SPARK_SQL_TAG}' AND {visible('g')} WHERE {visible('v')}"
-        )
-        params: dict[str, Any] = {"s": self._at(at, conn)}
-        if schema_name is not None:
-            sql += " AND LOWER(s.schema_name) = LOWER(:n)"
-            params["n"] = schema_name
-        rows = conn.execute(text(sql + " ORDER BY v.view_id"), params).all()
-        return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9],
-                         r[10]) for r in rows]
-
     def columns(
         self, table_id: int, at: int | None = None, conn: Connection | None = None
     ) -> list[ColumnInfo]:
         """The top-level columns of a table at ``at``, each with its nested children."""
-        if conn is None:
-            with self.read() as c:
-                return self.columns(table_id, at, c)
-        rows = conn.execute(
-            text(f"SELECT * FROM {self.t('ducklake_column')} WHERE table_id = :t AND "
-                 f"{visible()} ORDER BY column_order, column_id"),
-            {"t": table_id, "s": self._at(at, conn)},
-        ).all()
+        with self._reading(conn) as conn:
+            rows = conn.execute(
+                text(f"SELECT * FROM {self.t('ducklake_column')} WHERE table_id = :t AND "
+                     f"{visible()} ORDER BY column_order, column_id"),
+                {"t": table_id, "s": self._at(at, conn)},
+            ).all()
         return build_column_tree(rows)
 
     def max_column_id(self, table_id: int, conn: Connection) -> int:
@@ -625,28 +502,17 @@ class Lake:
         ).all())
         return [InlinedDataTable(int(a), b, int(c)) for a, b, c in rows]
 
-    def has_table(self, name: str, conn: Connection) -> bool:
-        """Whether a catalog table (e.g. ``ducklake_inlined_delete_3``) exists."""
-        if self.dialect == "sqlite":
-            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"
-            params: dict[str, Any] = {"n": name}
-        else:
-            sql = ("SELECT 1 FROM information_schema.tables WHERE table_name = :n "
-                   "AND table_schema = :sch")
-            params = {"n": name, "sch": self.metadata_schema or "public"}
-        return conn.execute(text(sql), params).first() is not None
-
     def name_mappings(self, mapping_ids: Sequence[int],
                       conn: Connection) -> dict[int, list[NameMapping]]:
         if not mapping_ids:
             return {}
         ids = sorted(set(mapping_ids))
-        placeholders = ", ".join(f":m{i}" for i in range(len(ids)))
+        marks, params = in_list(ids, "m")
         rows = conn.execute(
             text(f"SELECT mapping_id, column_id, source_name, target_field_id, parent_column, "
                  f"is_partition FROM {self.t('ducklake_name_mapping')} "
-                 f"WHERE mapping_id IN ({placeholders}) ORDER BY mapping_id, column_id"),
-            {f"m{i}": v for i, v in enumerate(ids)},
+                 f"WHERE mapping_id IN ({marks}) ORDER BY mapping_id, column_id"),
+            params,
         ).all()
         out: dict[int, list[NameMapping]] = {i: [] for i in ids}
         for r in rows:
@@ -656,6 +522,7 @@ class Lake:
             )
         return out
 
+    # ------------------------------------------------------------------ statistics
     def table_stats(self, table_id: int, conn: Connection) -> TableStats | None:
         row = conn.execute(
             text(f"SELECT table_id, record_count, next_row_id, file_size_bytes FROM "
@@ -682,16 +549,10 @@ class Lake:
         """Data file id -> {column id: (min_value, max_value)} for the files live at ``at``."""
         if not column_ids:
             return {}
-        ids = sorted(set(column_ids))
-        marks = ", ".join(f":c{i}" for i in range(len(ids)))
-        rows = cast("Sequence[tuple[int, int, str | None, str | None]]", conn.execute(
-            text(f"SELECT s.data_file_id, s.column_id, s.min_value, s.max_value FROM "
-                 f"{self.t('ducklake_file_column_stats')} s JOIN "
-                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
-                 f"WHERE s.table_id = :t AND s.column_id IN ({marks}) AND "
-                 + visible("f")),
-            {"t": table_id, "s": at, **{f"c{i}": v for i, v in enumerate(ids)}},
-        ).all())
+        sql, params = self._file_column_stats("s.min_value, s.max_value", table_id, column_ids,
+                                              at)
+        rows = cast("Sequence[tuple[int, int, str | None, str | None]]",
+                    conn.execute(text(sql), params).all())
         out: dict[int, dict[int, tuple[str | None, str | None]]] = {}
         for fid, cid, low, high in rows:
             out.setdefault(int(fid), {})[int(cid)] = (low, high)
@@ -706,30 +567,33 @@ class Lake:
         files that later snapshots ended)."""
         if not column_ids:
             return []
-        ids = sorted(set(column_ids))
-        marks = ", ".join(f":c{i}" for i in range(len(ids)))
-        live = "" if at is None else " AND " + visible("f")
-        rows = conn.execute(
-            text(f"SELECT s.data_file_id, s.column_id, s.null_count, s.value_count, "
-                 f"s.min_value, s.max_value, s.contains_nan FROM "
-                 f"{self.t('ducklake_file_column_stats')} s JOIN "
-                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
-                 f"WHERE s.table_id = :t AND s.column_id IN ({marks})" + live),
-            {"t": table_id, "s": at, **{f"c{i}": v for i, v in enumerate(ids)}},
-        ).all()
+        sql, params = self._file_column_stats(
+            "s.null_count, s.value_count, s.min_value, s.max_value, s.contains_nan", table_id,
+            column_ids, at)
+        rows = conn.execute(text(sql), params).all()
         return [(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], to_bool(r[6])) for r in rows]
 
+    def _file_column_stats(self, columns: str, table_id: int, column_ids: Sequence[int],
+                           at: int | None) -> tuple[str, dict[str, Any]]:
+        """The query for ``(data file id, column id, columns...)`` of
+        ``ducklake_file_column_stats`` (alias ``s``) for the given columns of the files (alias
+        ``f``) live at ``at`` (every file not cleaned up when ``None``), and its parameters."""
+        marks, params = in_list(sorted(set(column_ids)), "c")
+        sql = (f"SELECT s.data_file_id, s.column_id, {columns} FROM "
+               f"{self.t('ducklake_file_column_stats')} s JOIN "
+               f"{self.t('ducklake_data_file')} f ON f.data_file_id = s.data_file_id "
+               f"WHERE s.table_id = :t AND s.column_id IN ({marks})")
+        live = "" if at is None else " AND " + visible("f")
+        return sql + live, {"t": table_id, "s": at, **params}
+
+    # ------------------------------------------------------------------ partitions
     def file_partition_keys(self, table_id: int, at: int | None, conn: Connection
                             ) -> dict[int, list[tuple[int, str, str | None]]]:
         """Data file id -> ``(column id, transform, partition value)`` per partition key, for
         the partitioned files live at ``at`` (all of the table's files when ``None``)."""
         rows = cast("Sequence[tuple[int, int, str, str | None]]", conn.execute(
-            text(f"SELECT v.data_file_id, c.column_id, c.transform, v.partition_value FROM "
-                 f"{self.t('ducklake_file_partition_value')} v JOIN "
-                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
-                 f"{self.t('ducklake_partition_column')} c ON c.partition_id = f.partition_id "
-                 "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index "
-                 "WHERE v.table_id = :t" + ("" if at is None else " AND " + visible("f"))),
+            text(self._partition_values("c.transform, ") + " WHERE v.table_id = :t"
+                 + ("" if at is None else " AND " + visible("f"))),
             {"t": table_id, "s": at},
         ).all())
         out: dict[int, list[tuple[int, str, str | None]]] = {}
@@ -747,21 +611,24 @@ class Lake:
         """
         if not file_ids:
             return {}
-        ids = sorted(set(file_ids))
-        marks = ", ".join(f":f{i}" for i in range(len(ids)))
+        marks, params = in_list(sorted(set(file_ids)), "f")
         rows = cast("Sequence[tuple[int, int, str | None]]", conn.execute(
-            text(f"SELECT v.data_file_id, c.column_id, v.partition_value FROM "
-                 f"{self.t('ducklake_file_partition_value')} v JOIN "
-                 f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
-                 f"{self.t('ducklake_partition_column')} c ON c.partition_id = f.partition_id "
-                 "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index "
-                 f"WHERE v.data_file_id IN ({marks})"),
-            {f"f{i}": v for i, v in enumerate(ids)},
+            text(self._partition_values() + f" WHERE v.data_file_id IN ({marks})"), params,
         ).all())
         out: dict[int, dict[int, str | None]] = {}
         for fid, cid, value in rows:
             out.setdefault(int(fid), {})[int(cid)] = value
         return out
+
+    def _partition_values(self, transform: str = "") -> str:
+        """SELECT data file id, column id, [``transform``] and partition value of the
+        ``ducklake_file_partition_value`` rows (alias ``v``), each joined with its file
+        (alias ``f``) and the key's column in the file's spec (alias ``c``)."""
+        return (f"SELECT v.data_file_id, c.column_id, {transform}v.partition_value FROM "
+                f"{self.t('ducklake_file_partition_value')} v JOIN "
+                f"{self.t('ducklake_data_file')} f ON f.data_file_id = v.data_file_id JOIN "
+                f"{self.t('ducklake_partition_column')} c ON c.partition_id = f.partition_id "
+                "AND c.table_id = v.table_id AND c.partition_key_index = v.partition_key_index")
 
     def partition_spec(self, table_id: int, at: int, conn: Connection) -> PartitionSpec | None:
         row = conn.execute(
@@ -782,68 +649,6 @@ class Lake:
         return PartitionSpec(int(row[0]), table_id,
                              tuple(PartitionColumn(int(a), int(b), c) for a, b, c in cols))
 
-    # ------------------------------------------------------------------ options
-    def options(
-        self, conn: Connection | None = None,
-    ) -> list[tuple[str, str, str | None, int | None]]:
-        """Every ``ducklake_metadata`` row: ``(key, value, scope, scope_id)``."""
-        if conn is None:
-            with self.read() as c:
-                return self.options(c)
-        rows = conn.execute(
-            text(f"SELECT key, value, scope, scope_id FROM {self.t('ducklake_metadata')}")
-        ).all()
-        return [(r[0], r[1], r[2], None if r[3] is None else int(r[3])) for r in rows]
-
-    def option(
-        self, key: str, conn: Connection, schema_id: int | None = None,
-        table_id: int | None = None,
-    ) -> str | None:
-        """An option value with DuckLake's precedence: table, then schema, then global."""
-        found: dict[tuple[str | None, int | None], str] = {}
-        for k, value, scope, scope_id in self.options(conn):
-            if k == key:
-                found[(scope, scope_id)] = value
-        for scope_key in (("table", table_id), ("schema", schema_id), (None, None)):
-            if scope_key in found and (scope_key[0] is None or scope_key[1] is not None):
-                return found[scope_key]
-        return None
-
-    def inlining_row_limit(
-        self, conn: Connection, schema_id: int | None = None, table_id: int | None = None
-    ) -> int:
-        value = self.option("data_inlining_row_limit", conn, schema_id, table_id)
-        if value is not None:
-            return int(value)
-        if self.data_inlining_row_limit is not None:
-            return int(self.data_inlining_row_limit)
-        return DEFAULT_INLINING_ROW_LIMIT
-
-    def set_option(
-        self, key: str, value: Any, schema_id: int | None = None, table_id: int | None = None
-    ) -> None:
-        """Upsert an option at global, schema or table scope (no snapshot, as in DuckDB)."""
-        scope, scope_id = ("table", table_id) if table_id is not None else (
-            ("schema", schema_id) if schema_id is not None else (None, None)
-        )
-        text_value = str(value).lower() if isinstance(value, bool) else str(value)
-        with self.write() as conn:
-            if scope is None:
-                where, params = "scope IS NULL", {}
-            else:
-                where, params = "scope = :sc AND scope_id = :sid", {"sc": scope, "sid": scope_id}
-            updated = conn.execute(
-                text(f"UPDATE {self.t('ducklake_metadata')} SET value = :v WHERE key = :k AND "
-                     + where),
-                {"k": key, "v": text_value, **params},
-            ).rowcount
-            if not updated:
-                conn.execute(
-                    text(f"INSERT INTO {self.t('ducklake_metadata')} (key, value, scope, "
-                         "scope_id) VALUES (:k, :v, :sc, :sid)"),
-                    {"k": key, "v": text_value, "sc": scope, "sid": scope_id},
-                )
-
     # ------------------------------------------------------------------ paths
     def schema_dir(self, schema: SchemaInfo) -> str:
         return join_path(self.data_path, schema.path, schema.path_is_relative)
@@ -853,6 +658,12 @@ class Lake:
 
     def file_path(self, table_dir: str, path: str, path_is_relative: bool) -> str:
         return join_path(table_dir, path, path_is_relative)
+
+
+def in_list(values: Sequence[int], prefix: str) -> tuple[str, dict[str, int]]:
+    """The bind markers ``:prefix0, :prefix1, ...`` for ``IN (...)`` and their parameters."""
+    return (", ".join(f":{prefix}{n}" for n in range(len(values))),
+            {f"{prefix}{n}": v for n, v in enumerate(values)})
 
 
 def join_path(base: str, path: str, relative: bool) -> str:
@@ -910,11 +721,6 @@ def _delete_file(r: Sequence[Any]) -> DeleteFile:
         int(r[0]), int(r[1]), int(r[2]), r[3], int(r[4]), r[5], bool(r[6]), r[7], int(r[8]),
         int(r[9]), r[10], r[11], r[12],
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None) or exc
-    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
 def _by_name(items, name, key):  # noqa: ANN001, ANN202

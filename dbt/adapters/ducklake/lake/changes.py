@@ -31,7 +31,7 @@ from . import files as lake_files
 from .catalog import Lake, _data_file, _delete_file, join_path
 from .delete_files import SNAPSHOT_ID_COLUMN
 from .errors import DataFileError, InvalidArgumentError
-from .inlined_data import inlined_delete_table
+from .inlining.rows import inlined_delete_table
 from .models import DataFile, DeleteFile
 
 Bound = int | datetime | str

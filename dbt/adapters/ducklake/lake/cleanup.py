@@ -31,7 +31,7 @@ from sqlalchemy import Connection, text
 from . import files as lake_files
 from .catalog import Lake, as_timestamp, join_path, normalise_dir
 from .errors import InvalidArgumentError
-from .options import DELETE_OLDER_THAN_DEFAULT, parse_interval
+from .options import DELETE_OLDER_THAN_DEFAULT, option, parse_interval
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
 
@@ -60,8 +60,8 @@ def cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None,
         return None
     if older_than is not None:
         return as_timestamp(older_than)
-    option = lake.option("delete_older_than", conn) or DELETE_OLDER_THAN_DEFAULT
-    return datetime.now(timezone.utc) - parse_interval(option)
+    interval = option(lake, conn, "delete_older_than") or DELETE_OLDER_THAN_DEFAULT
+    return datetime.now(timezone.utc) - parse_interval(interval)
 
 
 def canonical(path: str) -> str:

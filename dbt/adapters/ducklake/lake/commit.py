@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from . import faults
+from . import bootstrap, faults
 from . import stats as lake_stats
+from .catalog import in_list
 from .conflicts import REPLANNABLE, find_conflict, quote_name
 from .errors import (
     AlreadyExistsError,
@@ -36,8 +37,9 @@ from .errors import (
     CommitUnknownError,
     InvalidArgumentError,
     NotFoundError,
+    first_line,
 )
-from .models import ColumnInfo, FileColumnStats, Snapshot, TableInfo
+from .models import ColumnInfo, ColumnSpec, FileColumnStats, Snapshot, TableInfo, TableRef
 from .types import LakeType
 
 if TYPE_CHECKING:
@@ -67,57 +69,6 @@ def uuid7() -> str:
 def dir_name(name: str, fallback_uuid: str) -> str:
     """A schema or table directory: the name itself when it is plain, else its UUID."""
     return name if name and set(name) <= SAFE_DIR_NAME else fallback_uuid
-
-
-# ---------------------------------------------------------------------------------- specs
-@dataclass(frozen=True)
-class ColumnSpec:
-    """A column to create: its DuckLake type string, nullability, default and children."""
-
-    name: str
-    type: str
-    nulls_allowed: bool = True
-    children: tuple[ColumnSpec, ...] = ()
-    initial_default: str | None = None
-    default_value: str | None = None
-
-    def walk(self) -> list[ColumnSpec]:
-        out = [self]
-        for child in self.children:
-            out.extend(child.walk())
-        return out
-
-
-@dataclass(frozen=True)
-class NameMappingSpec:
-    """One node of a file's name mapping: the file's field name for a table column id."""
-
-    source_name: str
-    column_id: int
-    children: tuple[NameMappingSpec, ...] = ()
-
-
-@dataclass
-class NewDataFile:
-    """A Parquet file already written under the table directory, to be registered."""
-
-    path: str  # relative to the table directory when path_is_relative
-    record_count: int
-    file_size_bytes: int
-    footer_size: int | None
-    column_stats: list[FileColumnStats]
-    path_is_relative: bool = True
-    mapping: tuple[NameMappingSpec, ...] | None = None
-    row_id_start: int | None = None  # set to keep given row ids (flush, merge)
-    embeds_row_ids: bool = False  # file carries _ducklake_internal_row_id
-    begin_snapshot: int | None = None  # None: the committing snapshot
-    partial_max: int | None = None
-    partition_id: int | None = None
-    partition_values: list[tuple[int, str | None]] = field(default_factory=list)
-    # The spec the file was laid out for, as (column_id, transform) per key; the commit
-    # resolves it to the table's live partition_id and refuses a spec changed meanwhile.
-    partition_layout: tuple[tuple[int, str], ...] | None = None
-    counts_as_insert: bool = True  # False for compaction and flush (no stats advance)
 
 
 # ---------------------------------------------------------------------------------- context
@@ -183,15 +134,6 @@ class CommitContext:
         assert ref.schema_name is not None and ref.table_name is not None
         return self.lake.table(ref.schema_name, ref.table_name, self.latest.snapshot_id,
                                self.conn)
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """A table by id, or by name when it is created in the same transaction."""
-
-    table_id: int | None = None
-    schema_name: str | None = None
-    table_name: str | None = None
 
 
 # Order of change tokens as DuckDB writes them (digest §2.4).
@@ -274,11 +216,11 @@ class Transaction:
                     self.discard_files()
                     raise CatalogConnectionError(
                         f"the catalog connection failed while committing, {attempt + 1} times "
-                        f"({_first_line(exc.__cause__ or exc)}); none of the attempts landed, "
+                        f"({first_line(exc.__cause__ or exc)}); none of the attempts landed, "
                         "so nothing was committed. Check the catalog server and rerun."
                     ) from exc.__cause__
                 log.warning("the catalog connection failed during COMMIT (%s); the commit did "
-                            "not land, retrying", _first_line(exc.__cause__ or exc))
+                            "not land, retrying", first_line(exc.__cause__ or exc))
                 self._wait(attempt, retry_wait_ms, retry_backoff)
                 attempt += 1
                 continue
@@ -288,15 +230,15 @@ class Transaction:
                     if _retryable(exc):
                         raise CommitFailedError(
                             f"could not commit after {attempt + 1} attempts because other "
-                            f"writers kept committing first ({_first_line(exc)}); the lake is "
+                            f"writers kept committing first ({first_line(exc)}); the lake is "
                             "unchanged. Retry later or raise max_retry_count."
                         ) from exc
                     raise CommitFailedError(
-                        f"the catalog rejected the commit: {_first_line(exc)}; the lake is "
+                        f"the catalog rejected the commit: {first_line(exc)}; the lake is "
                         "unchanged"
                     ) from exc
                 log.debug("commit attempt %d lost a race (%s); retrying",
-                          attempt, _first_line(exc))
+                          attempt, first_line(exc))
                 self._wait(attempt, retry_wait_ms, retry_backoff)
                 attempt += 1
                 continue
@@ -311,12 +253,12 @@ class Transaction:
                 self.discard_files()
                 if _permission_denied(exc):
                     raise CommitFailedError(
-                        f"the catalog refused the write: {_first_line(exc)}. This role may read "
+                        f"the catalog refused the write: {first_line(exc)}. This role may read "
                         "the lake but not write to it (see README, Access control); nothing "
                         "was committed"
                     ) from exc
                 raise CatalogConnectionError(
-                    f"the catalog failed during the commit: {_first_line(exc)}; nothing was "
+                    f"the catalog failed during the commit: {first_line(exc)}; nothing was "
                     "committed"
                 ) from exc
             except BaseException:
@@ -346,7 +288,7 @@ class Transaction:
         sent: _Sent | None = None
         try:
             with lake.write() as conn:
-                lake.check_version(conn)
+                bootstrap.check_version(lake, conn)
                 latest = lake.latest_snapshot(conn)
                 landed = self._landed_earlier(conn, latest)
                 if landed is not None:
@@ -422,7 +364,7 @@ class Transaction:
                 hook()
             except Exception as exc:  # noqa: BLE001
                 log.warning("after snapshot %d landed, a follow-up step failed: %s",
-                            sent.snapshot.snapshot_id, _first_line(exc))
+                            sent.snapshot.snapshot_id, first_line(exc))
         return sent.snapshot
 
     # ------------------------------------------------------------------ ambiguous commits
@@ -445,7 +387,7 @@ class Transaction:
                         raise _StillRunning()
                     if _fingerprint_found(lake, conn, sent.snapshot):
                         log.warning("the catalog connection failed during COMMIT (%s), but "
-                                    "snapshot %d landed", _first_line(exc),
+                                    "snapshot %d landed", first_line(exc),
                                     sent.snapshot.snapshot_id)
                         return sent.snapshot
                     return None
@@ -454,8 +396,8 @@ class Transaction:
                 time.sleep(0.2)
         raise CommitUnknownError(
             f"the catalog connection failed during COMMIT of snapshot "
-            f"{sent.snapshot.snapshot_id} ({_first_line(exc)}), and whether it landed cannot "
-            f"be checked ({_first_line(last)}). Its files were kept. Look at the lake's "
+            f"{sent.snapshot.snapshot_id} ({first_line(exc)}), and whether it landed cannot "
+            f"be checked ({first_line(last)}). Its files were kept. Look at the lake's "
             "latest snapshots (ducklake_snapshots()) before writing again."
         ) from exc
 
@@ -505,9 +447,7 @@ class Transaction:
         )
 
     def _data_file_overlap(self, conn: Connection) -> str | None:
-        ids = sorted(self._touched_data_files)
-        params = {f"d{i}": v for i, v in enumerate(ids)}
-        marks = ", ".join(f":d{i}" for i in range(len(ids)))
+        marks, params = in_list(sorted(self._touched_data_files), "d")
         params["b"] = self.base.snapshot_id
         lake = self.lake
         row = conn.execute(
@@ -593,12 +533,6 @@ def _retryable(exc: BaseException) -> bool:
     return any(word in msg for word in ("primary key", "unique", "conflict", "concurrent",
                                         "database is locked", "duplicate key",
                                         "could not serialize"))
-
-
-def _first_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None) or exc
-    s = str(orig).strip()
-    return s.splitlines()[0] if s else type(orig).__name__
 
 
 def insert_rows(ctx: CommitContext, table: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -729,11 +663,7 @@ def update_table_stats(
 
 
 __all__ = [
-    "ColumnSpec",
     "CommitContext",
-    "NameMappingSpec",
-    "NewDataFile",
-    "TableRef",
     "Transaction",
     "quote_name",
     "uuid7",

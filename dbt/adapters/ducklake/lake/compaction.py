@@ -28,13 +28,13 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from . import inlined_data
 from .catalog import Lake, join_path
-from .commit import CommitContext, NewDataFile, TableRef, Transaction
+from .commit import CommitContext, Transaction
 from .data_files import register_files
 from .delete_files import schedule_for_deletion
 from .errors import CommitConflictError
-from .models import DataFile, DeleteFile, SchemaInfo, TableInfo
+from .inlining import rows as inlined_data
+from .models import DataFile, DeleteFile, NewDataFile, SchemaInfo, TableInfo, TableRef
 from .tables import DATA, DELETES
 
 MERGE_TOKEN = "merge_adjacent"

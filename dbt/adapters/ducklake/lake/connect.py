@@ -1,4 +1,4 @@
-"""Turning a catalog string into a SQLAlchemy engine.
+"""The catalog database: turning a catalog string into a SQLAlchemy engine, and transactions.
 
 Accepted forms, so users can paste what they already pass to DuckDB's ``ATTACH``:
 
@@ -11,14 +11,19 @@ Accepted forms, so users can paste what they already pass to DuckDB's ``ATTACH``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from .errors import CatalogConnectionError
+from .conflicts import quote_name
+from .errors import CatalogConnectionError, first_line
 
 ACCEPTED_FORMS = (
     "sqlite:///path/to/catalog.sqlite, sqlite:path/to/catalog.sqlite, "
@@ -120,3 +125,79 @@ def make_engine(target: CatalogTarget) -> Engine:
         pool_size=2,
         max_overflow=8,
     )
+
+
+class CatalogDatabase:
+    """The database holding a lake's ``ducklake_*`` tables, and transactions on it.
+
+    What every catalog reader and writer needs before it asks anything about the lake: the
+    engine, the metadata schema the tables live in, and a read or write transaction.
+    :class:`~.catalog.Lake` adds the lake's data path and the questions.
+    """
+
+    def __init__(self, target: CatalogTarget, metadata_schema: str | None) -> None:
+        self.target = target
+        self.engine = make_engine(target)
+        self.dialect = target.dialect
+        self.metadata_schema = metadata_schema
+        # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
+        self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def t(self, name: str) -> str:
+        """A catalog table name qualified with the metadata schema."""
+        return f"{self.prefix}{name}"
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction: every query inside sees the same catalog state."""
+        conn = self._connect()
+        try:
+            if self.dialect == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it holds the write lock from its first statement."""
+        conn = self._connect(**{WRITE_OPTION: True})
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    def _connect(self, **options: Any) -> Connection:
+        """A connection with ``options``, or :class:`CatalogConnectionError` naming the
+        catalog (never its password)."""
+        try:
+            conn = self.engine.connect()
+            return conn.execution_options(**options) if options else conn
+        except (OperationalError, DBAPIError) as exc:
+            raise CatalogConnectionError(
+                f"cannot connect to the DuckLake catalog {self.target.display}: "
+                f"{first_line(exc)}"
+            ) from exc
+
+    def encode_time(self, value: datetime) -> Any:
+        """A timestamp as the backend stores it (text with ``+00`` on SQLite)."""
+        if self.dialect == "sqlite":
+            utc = value.astimezone(timezone.utc)
+            return utc.strftime("%Y-%m-%d %H:%M:%S.%f") + "+00"
+        return value
+
+    def has_table(self, name: str, conn: Connection) -> bool:
+        """Whether a catalog table (e.g. ``ducklake_inlined_delete_3``) exists."""
+        if self.dialect == "sqlite":
+            sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"
+            params: dict[str, Any] = {"n": name}
+        else:
+            sql = ("SELECT 1 FROM information_schema.tables WHERE table_name = :n "
+                   "AND table_schema = :sch")
+            params = {"n": name, "sch": self.metadata_schema or "public"}
+        return conn.execute(text(sql), params).first() is not None

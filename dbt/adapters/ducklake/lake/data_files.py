@@ -10,18 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import inlined_data
-from .commit import (
-    CommitContext,
-    NameMappingSpec,
-    NewDataFile,
-    TableRef,
-    Transaction,
-    insert_rows,
-    update_table_stats,
-)
+from .commit import CommitContext, Transaction, insert_rows, update_table_stats
 from .errors import CommitConflictError
-from .models import ColumnInfo, TableInfo
+from .inlining import rows as inlined_data
+from .models import ColumnInfo, NameMappingSpec, NewDataFile, TableInfo, TableRef
 from .tables import DATA, DELETES
 
 

@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from . import files as lake_files
-from . import inlined_data
 from .catalog import join_path
-from .commit import CommitContext, TableRef, Transaction, uuid7
+from .commit import CommitContext, Transaction, uuid7
 from .errors import NotFoundError
-from .models import DeleteFile
+from .inlining import rows as inlined_data
+from .models import DeleteFile, TableRef
+from .options import inlining_row_limit
 from .tables import DELETES
 
 FILE_PATH_FIELD_ID = 2147483646
@@ -82,7 +83,7 @@ def delete(
         current = lake.delete_files(table.table_id, at, ctx.conn)
         inlined_deletes = inlined_data.read_file_deletes(lake, ctx.conn, table.table_id, at)
         total = sum(len(p) for p in positions.values())
-        limit = lake.inlining_row_limit(ctx.conn, schema.schema_id, table.table_id)
+        limit = inlining_row_limit(lake, ctx.conn, schema.schema_id, table.table_id)
         for fid in positions:
             if fid not in data_files:
                 raise NotFoundError(

@@ -61,3 +61,11 @@ class CommitUnknownError(DuckLakeError):
     The snapshot may or may not have landed; its files are kept so that it stays readable if
     it did. Look at the latest snapshots before writing again.
     """
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver's error (or the error's type when it says nothing), to
+    quote in a message of our own."""
+    orig = getattr(exc, "orig", None) or exc
+    message = str(orig).strip()
+    return message.splitlines()[0] if message else type(orig).__name__

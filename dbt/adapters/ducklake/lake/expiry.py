@@ -19,9 +19,9 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from .catalog import Lake, as_timestamp, join_path, normalise_dir, parse_time
+from .catalog import Lake, as_timestamp, in_list, join_path, normalise_dir, parse_time
 from .errors import InvalidArgumentError
-from .options import parse_interval
+from .options import option, parse_interval
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
 
@@ -99,20 +99,15 @@ def _run(lake: Lake, older_than: datetime | str | None, versions: Sequence[int] 
 def _cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None) -> datetime | None:
     if older_than is not None:
         return as_timestamp(older_than)
-    option = lake.option("expire_older_than", conn)
-    if not option:
+    interval = option(lake, conn, "expire_older_than")
+    if not interval:
         return None
-    return datetime.now(timezone.utc) - parse_interval(option)
-
-
-def _marks(ids: Sequence[int], prefix: str = "i") -> tuple[str, dict[str, int]]:
-    return (", ".join(f":{prefix}{n}" for n in range(len(ids))),
-            {f"{prefix}{n}": v for n, v in enumerate(ids)})
+    return datetime.now(timezone.utc) - parse_interval(interval)
 
 
 def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool) -> ExpireResult:
     t = lake.t
-    marks, params = _marks(snapshot_ids)
+    marks, params = in_list(snapshot_ids, "i")
     for name in ("ducklake_snapshot", "ducklake_snapshot_changes"):
         conn.execute(text(f"DELETE FROM {t(name)} WHERE snapshot_id IN ({marks})"), params)
     unseen = _UNSEEN.format(snap=t("ducklake_snapshot"), alias="")
@@ -123,7 +118,7 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
         f"{t('ducklake_snapshot')} WHERE snapshot_id >= t2.begin_snapshot AND "
         "snapshot_id < t2.end_snapshot)))")).all()
     purged = sorted(int(r[0]) for r in ended_tables)
-    tmarks, tparams = _marks(purged, "t")
+    tmarks, tparams = in_list(purged, "t")
     table_filter = f"table_id IN ({tmarks}) OR " if purged else ""
     paths = _table_dirs(lake, conn)
     data_rows = cast("Sequence[tuple[int, int, str, bool | int]]", conn.execute(text(
@@ -137,7 +132,7 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
         scheduled += 1
     for start in range(0, len(data_ids), 500):
         chunk = data_ids[start:start + 500]
-        dmarks, dparams = _marks(chunk, "d")
+        dmarks, dparams = in_list(chunk, "d")
         for name in ("ducklake_data_file", "ducklake_file_column_stats",
                      "ducklake_file_variant_stats", "ducklake_file_partition_value"):
             conn.execute(text(f"DELETE FROM {t(name)} WHERE data_file_id IN ({dmarks})"),
@@ -155,7 +150,7 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
             _schedule(lake, conn, int(did), paths.get(int(tid), ""), path, bool(rel), now)
             scheduled += 1
     for start in range(0, len(doomed), 500):
-        dmarks, dparams = _marks(doomed[start:start + 500], "x")
+        dmarks, dparams = in_list(doomed[start:start + 500], "x")
         conn.execute(text(f"DELETE FROM {t('ducklake_delete_file')} WHERE delete_file_id IN "
                           f"({dmarks})"), dparams)
     if purged:

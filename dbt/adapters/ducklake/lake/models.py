@@ -1,4 +1,6 @@
-"""Frozen rows of the DuckLake catalog, named and typed as the ``ducklake_*`` tables are."""
+"""Frozen rows of the DuckLake catalog, named and typed as the ``ducklake_*`` tables are, and
+the values a writer stages on a :class:`~.commit.Transaction`: columns to create, files to
+register and the tables they go to."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import TypeVar
 
 from .types import LakeType
 
@@ -170,10 +173,19 @@ class ColumnInfo:
 
     def walk(self) -> list[ColumnInfo]:
         """This node and all its descendants, parents before children (DuckLake id order)."""
-        out = [self]
-        for child in self.children:
-            out.extend(child.walk())
-        return out
+        return _preorder(self)
+
+
+_Node = TypeVar("_Node", "ColumnInfo", "ColumnSpec")
+
+
+def _preorder(node: _Node) -> list[_Node]:
+    """A column and its nested columns, parents before children: the order DuckLake gives
+    column ids in, for the columns of the catalog and the columns to create alike."""
+    out = [node]
+    for child in node.children:
+        out.extend(_preorder(child))
+    return out
 
 
 @dataclass(frozen=True)
@@ -277,3 +289,60 @@ class PartitionSpec:
     partition_id: int
     table_id: int
     columns: tuple[PartitionColumn, ...]
+
+
+# ---------------------------------------------------------------------------------- staged
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column to create: its DuckLake type string, nullability, default and children."""
+
+    name: str
+    type: str
+    nulls_allowed: bool = True
+    children: tuple[ColumnSpec, ...] = ()
+    initial_default: str | None = None
+    default_value: str | None = None
+
+    def walk(self) -> list[ColumnSpec]:
+        return _preorder(self)
+
+
+@dataclass(frozen=True)
+class NameMappingSpec:
+    """One node of a file's name mapping: the file's field name for a table column id."""
+
+    source_name: str
+    column_id: int
+    children: tuple[NameMappingSpec, ...] = ()
+
+
+@dataclass
+class NewDataFile:
+    """A Parquet file already written under the table directory, to be registered."""
+
+    path: str  # relative to the table directory when path_is_relative
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    column_stats: list[FileColumnStats]
+    path_is_relative: bool = True
+    mapping: tuple[NameMappingSpec, ...] | None = None
+    row_id_start: int | None = None  # set to keep given row ids (flush, merge)
+    embeds_row_ids: bool = False  # file carries _ducklake_internal_row_id
+    begin_snapshot: int | None = None  # None: the committing snapshot
+    partial_max: int | None = None
+    partition_id: int | None = None
+    partition_values: list[tuple[int, str | None]] = field(default_factory=list)
+    # The spec the file was laid out for, as (column_id, transform) per key; the commit
+    # resolves it to the table's live partition_id and refuses a spec changed meanwhile.
+    partition_layout: tuple[tuple[int, str], ...] | None = None
+    counts_as_insert: bool = True  # False for compaction and flush (no stats advance)
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table by id, or by name when it is created in the same transaction."""
+
+    table_id: int | None = None
+    schema_name: str | None = None
+    table_name: str | None = None

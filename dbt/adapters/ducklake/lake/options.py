@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
+from sqlalchemy import text as sql_text
 
 from .errors import InvalidArgumentError
 
@@ -25,6 +26,7 @@ PARQUET_COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "brotli", "lz4
 TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
 REWRITE_DELETE_THRESHOLD_DEFAULT = 0.95
 DELETE_OLDER_THAN_DEFAULT = "2 days"
+DEFAULT_INLINING_ROW_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ def set_option(lake: Lake, key: str, value: Any, schema: str | None = None,
         elif schema is not None:
             found_schema = lake.schema(schema, conn=conn)
             schema_id, scope_name = found_schema.schema_id, found_schema.schema_name
-    lake.set_option(name, text, schema_id=schema_id, table_id=table_id)
+    store_option(lake, name, text, schema_id=schema_id, table_id=table_id)
     scope = "table" if table_id is not None else ("schema" if schema_id is not None else None)
     return OptionSetting(name, text, scope, table_id if table_id is not None else schema_id,
                          scope_name)
@@ -225,7 +227,7 @@ def list_options(lake: Lake) -> list[OptionSetting]:
                                           for s in lake.schemas(conn=conn)}
         tables: dict[int | None, str] = {t.table_id: f"{t.schema_name}.{t.table_name}"
                                          for t in lake.tables(conn=conn)}
-        rows = lake.options(conn)
+        rows = stored_options(lake, conn)
     out = []
     for key, value, scope, scope_id in rows:
         if key not in OPTIONS:
@@ -239,11 +241,64 @@ def list_options(lake: Lake) -> list[OptionSetting]:
     return sorted(out, key=lambda o: (o.key, o.scope or "", o.scope_id or 0))
 
 
+def store_option(lake: Lake, key: str, value: Any, schema_id: int | None = None,
+                 table_id: int | None = None) -> None:
+    """Upsert an option at global, schema or table scope (no snapshot, as in DuckDB); the
+    value is stored as given (booleans as ``true``/``false``): :func:`set_option` validates."""
+    scope, scope_id = ("table", table_id) if table_id is not None else (
+        ("schema", schema_id) if schema_id is not None else (None, None)
+    )
+    text_value = str(value).lower() if isinstance(value, bool) else str(value)
+    with lake.write() as conn:
+        if scope is None:
+            where, params = "scope IS NULL", {}
+        else:
+            where, params = "scope = :sc AND scope_id = :sid", {"sc": scope, "sid": scope_id}
+        updated = conn.execute(
+            sql_text(f"UPDATE {lake.t('ducklake_metadata')} SET value = :v WHERE key = :k AND "
+                 + where),
+            {"k": key, "v": text_value, **params},
+        ).rowcount
+        if not updated:
+            conn.execute(
+                sql_text(f"INSERT INTO {lake.t('ducklake_metadata')} (key, value, scope, "
+                     "scope_id) VALUES (:k, :v, :sc, :sid)"),
+                {"k": key, "v": text_value, "sc": scope, "sid": scope_id},
+            )
+
+
+def stored_options(lake: Lake,
+                   conn: Connection) -> list[tuple[str, str, str | None, int | None]]:
+    """Every ``ducklake_metadata`` row: ``(key, value, scope, scope_id)``."""
+    rows = conn.execute(
+        sql_text(f"SELECT key, value, scope, scope_id FROM {lake.t('ducklake_metadata')}")
+    ).all()
+    return [(r[0], r[1], r[2], None if r[3] is None else int(r[3])) for r in rows]
+
+
 def option(lake: Lake, conn: Connection, key: str, schema_id: int | None = None,
            table_id: int | None = None, default: str | None = None) -> str | None:
     """The effective value: table scope, then schema, then global, then ``default``."""
-    value = lake.option(key, conn, schema_id, table_id)
-    return default if value is None else value
+    found: dict[tuple[str | None, int | None], str] = {}
+    for k, value, scope, scope_id in stored_options(lake, conn):
+        if k == key:
+            found[(scope, scope_id)] = value
+    for scope_key in (("table", table_id), ("schema", schema_id), (None, None)):
+        if scope_key in found and (scope_key[0] is None or scope_key[1] is not None):
+            return found[scope_key]
+    return default
+
+
+def inlining_row_limit(lake: Lake, conn: Connection, schema_id: int | None = None,
+                       table_id: int | None = None) -> int:
+    """How many rows a commit may inline: the lake's ``data_inlining_row_limit`` option, else
+    the connection's setting (the profile's), else DuckDB's default."""
+    value = option(lake, conn, "data_inlining_row_limit", schema_id, table_id)
+    if value is not None:
+        return int(value)
+    if lake.data_inlining_row_limit is not None:
+        return int(lake.data_inlining_row_limit)
+    return DEFAULT_INLINING_ROW_LIMIT
 
 
 def auto_compact(lake: Lake, conn: Connection, schema_id: int, table_id: int) -> bool:
@@ -271,10 +326,13 @@ def rewrite_delete_threshold(lake: Lake, conn: Connection, schema_id: int,
 __all__ = [
     "OPTIONS",
     "OptionSetting",
+    "inlining_row_limit",
     "list_options",
     "normalise",
     "option",
     "parse_interval",
     "parse_size",
     "set_option",
+    "store_option",
+    "stored_options",
 ]

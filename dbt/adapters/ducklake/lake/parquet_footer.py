@@ -23,8 +23,10 @@ statistics in DuckDB's order.
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,7 @@ MAGIC = b"PAR1"
 T_TRUE, T_FALSE, T_BYTE, T_I16, T_I32, T_I64, T_DOUBLE, T_BINARY = 1, 2, 3, 4, 5, 6, 7, 8
 T_LIST, T_SET, T_MAP, T_STRUCT = 9, 10, 11, 12
 _BOOLS = (T_TRUE, T_FALSE)
+_INTEGERS = (T_I16, T_I32, T_I64)
 
 # parquet.thrift field ids used here.
 FILE_META_SCHEMA = 2  # FileMetaData.schema: list<SchemaElement>, depth-first pre-order
@@ -43,7 +46,7 @@ SCHEMA_NUM_CHILDREN = 5  # SchemaElement.num_children: i32, absent on leaves
 SCHEMA_FIELD_ID = 9  # SchemaElement.field_id: i32
 
 
-@dataclass
+@dataclass(slots=True)
 class TList:
     """A Thrift list or set; the element type is kept so that empty lists round-trip too."""
 
@@ -51,7 +54,7 @@ class TList:
     items: list[Any] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class TMap:
     """A Thrift map; key/value types are 0 for an empty map (its encoding carries none)."""
 
@@ -60,7 +63,7 @@ class TMap:
     items: list[tuple[Any, Any]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class TField:
     """``value``: bool, int, bytes (raw 8 bytes for a double), TList, TMap or TStruct."""
 
@@ -69,7 +72,7 @@ class TField:
     value: Any
 
 
-@dataclass
+@dataclass(slots=True)
 class TStruct:
     """A decoded Thrift struct in wire order, so that re-encoding reproduces the input."""
 
@@ -99,8 +102,11 @@ def _zigzag(n: int) -> int:
 
 
 class _Reader:
+    """Compact-protocol decoding. Footers are decoded on every write (file statistics), so the
+    common cases (struct fields, integers, varints) are spelled out rather than delegated."""
+
     def __init__(self, data: bytes) -> None:
-        self.buf = memoryview(data)
+        self.buf = bytes(data)
         self.pos = 0
 
     def byte(self) -> int:
@@ -109,31 +115,41 @@ class _Reader:
         return b
 
     def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
+        pos = self.pos
+        if n < 0 or pos + n > len(self.buf):
             raise ValueError("truncated Thrift data")
-        out = bytes(self.buf[self.pos:self.pos + n])
-        self.pos += n
-        return out
+        self.pos = pos + n
+        return self.buf[pos:pos + n]
 
     def varint(self) -> int:
+        buf, pos = self.buf, self.pos
         result = shift = 0
         while True:
-            b = self.byte()
+            b = buf[pos]
+            pos += 1
             result |= (b & 0x7F) << shift
             if b < 0x80:
+                self.pos = pos
                 return result
             shift += 7
 
     def struct(self) -> TStruct:
+        buf = self.buf
         fields: list[TField] = []
         last = 0
         while True:
-            head = self.byte()
+            head = buf[self.pos]
+            self.pos += 1
             if head == 0:
                 return TStruct(fields)
             ttype, delta = head & 0x0F, head >> 4
             fid = last + delta if delta else _unzigzag(self.varint())
-            value = ttype == T_TRUE if ttype in _BOOLS else self.value(ttype)
+            if ttype in _BOOLS:
+                value: Any = ttype == T_TRUE
+            elif ttype in _INTEGERS:
+                value = _unzigzag(self.varint())
+            else:
+                value = self.value(ttype)
             fields.append(TField(fid, ttype, value))
             last = fid
 
@@ -143,7 +159,7 @@ class _Reader:
         if ttype == T_BYTE:
             b = self.byte()
             return b - 256 if b > 127 else b
-        if ttype in (T_I16, T_I32, T_I64):
+        if ttype in _INTEGERS:
             return _unzigzag(self.varint())
         if ttype == T_DOUBLE:
             return self.take(8)
@@ -154,6 +170,8 @@ class _Reader:
             size, etype = head >> 4, head & 0x0F
             if size == 15:
                 size = self.varint()
+            if etype == T_STRUCT:
+                return TList(etype, [self.struct() for _ in range(size)])
             return TList(etype, [self.value(etype) for _ in range(size)])
         if ttype == T_MAP:
             size = self.varint()
@@ -232,12 +250,28 @@ def decode_struct(data: bytes) -> TStruct:
     those would be lost on re-encoding, e.g. the signature of an encrypted plaintext footer)."""
     reader = _Reader(data)
     try:
-        result = reader.struct()
+        with _cycle_collection_paused():
+            result = reader.struct()
     except IndexError as exc:
         raise ValueError("truncated Thrift data") from exc
     if reader.pos != len(data):
         raise ValueError(f"{len(data) - reader.pos} bytes after the Thrift struct")
     return result
+
+
+@contextmanager
+def _cycle_collection_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a footer is decoded: the result is a tree of many
+    small objects and holds no cycle, yet allocating them triggers collections that traverse
+    the whole heap, which tripled the time to decode a footer of a few hundred column chunks
+    (every write decodes its footers for statistics)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def encode_struct(s: TStruct) -> bytes:

@@ -21,11 +21,11 @@ from decimal import Decimal
 from typing import Any
 
 from . import murmur3
-from .commit import CommitContext, TableRef, Transaction
+from .commit import CommitContext, Transaction
 from .errors import InvalidArgumentError, NotFoundError, UnsupportedTypeError
-from .models import ColumnInfo, PartitionSpec
-from .stats import inlined_value_text
+from .models import ColumnInfo, PartitionSpec, TableRef
 from .types import INTEGER_TYPES, UNSIGNED_TYPES, LakeType
+from .value_text import inlined_value_text
 
 TRANSFORMS = ("identity", "year", "month", "day", "hour", "bucket")
 ACCEPTED = ("a column name (identity), year(col), month(col), day(col), hour(col), "
@@ -419,7 +419,7 @@ def _same_spec(ctx: CommitContext, table_id: int, fields: Sequence[PartitionKey]
 
 
 def _stage(tx: Transaction, ref: TableRef, fields: Sequence[PartitionField] | None) -> None:
-    from .inlined_data import on_schema_change
+    from .inlining.rows import on_schema_change
     from .tables import CREATES, altered
 
     def op(ctx: CommitContext) -> None:

@@ -9,11 +9,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from . import inlined_data
 from .commit import (
-    ColumnSpec,
     CommitContext,
-    TableRef,
     Transaction,
     column_rows,
     dir_name,
@@ -22,7 +19,16 @@ from .commit import (
     uuid7,
 )
 from .errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, SchemaMismatchError
-from .models import SPARK_SQL_TAG, ColumnInfo, ViewInfo, format_column_aliases
+from .inlining import rows as inlined_data
+from .models import (
+    SPARK_SQL_TAG,
+    ColumnInfo,
+    ColumnSpec,
+    TableRef,
+    ViewInfo,
+    format_column_aliases,
+)
+from .options import inlining_row_limit
 from .types import LakeType, is_promotion
 
 # Batch phases (digest §2.2)
@@ -144,7 +150,7 @@ def create_table(
         ctx.schema_version_rows.append(table_id)
         ctx.change(4, token)
         if inlining:
-            limit = ctx.lake.inlining_row_limit(ctx.conn, schema_id, None)
+            limit = inlining_row_limit(ctx.lake, ctx.conn, schema_id, None)
             if limit > 0:
                 inlined_data.create_inlined_table(ctx, table_id)
 

@@ -21,11 +21,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..lake import changes as lake_changes
-from ..lake import inlined_data
 from ..lake.catalog import Lake
 from ..lake.changes import Bound, ChangeRange, DeletionScan
 from ..lake.errors import InvalidArgumentError
-from ..lake.inlined_data import InlinedRows
+from ..lake.inlining import rows as inlined_data
+from ..lake.inlining.rows import InlinedRows
 from ..lake.models import DataFile
 from .read import (
     EMBEDDED_SNAPSHOT_ID,

@@ -1,8 +1,8 @@
 """Flush, merge and rewrite with Spark: the data half of DuckLake's compaction functions.
 
 The catalog half (what to compact, and the commit) lives in :mod:`..lake.compaction` and
-:mod:`..lake.flush`. Here Spark reads the rows, with their row ids and inserting snapshots,
-and writes the new Parquet files with the hidden ``_ducklake_internal_row_id`` and
+:mod:`..lake.inlining.flush`. Here Spark reads the rows, with their row ids and inserting
+snapshots, and writes the new Parquet files with the hidden ``_ducklake_internal_row_id`` and
 ``_ducklake_internal_snapshot_id`` columns DuckDB writes, so that every snapshot and every
 change-feed range reads the same rows afterwards, through either engine.
 
@@ -29,14 +29,14 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..lake import compaction as lake_compaction
 from ..lake import files as lake_files
-from ..lake import inlined_data
 from ..lake import options as lake_options
-from ..lake.commit import NewDataFile, Transaction
+from ..lake.commit import Transaction
 from ..lake.compaction import SortKey, SourceFile
 from ..lake.delete_files import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, NotFoundError, UnsupportedTypeError
-from ..lake.flush import FlushedFile, stage_flush
-from ..lake.models import ColumnInfo, TableInfo
+from ..lake.inlining import rows as inlined_data
+from ..lake.inlining.flush import FlushedFile, stage_flush
+from ..lake.models import ColumnInfo, NewDataFile, TableInfo
 from ..lake.partitions import keys_of_spec
 from . import physical
 from . import write as spark_write

@@ -25,11 +25,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ..lake import data_files, delete_files
 from ..lake import options as lake_options
 from ..lake.catalog import Lake
-from ..lake.commit import TableRef, Transaction
+from ..lake.commit import Transaction
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
-from ..lake.inlined_data import can_inline
-from ..lake.models import ColumnInfo, Snapshot
+from ..lake.inlining.rows import can_inline
+from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.partitions import PartitionKey, keys_of_spec
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
@@ -117,7 +117,7 @@ def stage_insert(
     commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
     """
     with lake.read() as conn:
-        limit = lake.inlining_row_limit(conn, schema_id, table_id)
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
     rows: pa.Table | None = None
     new_files: list[data_files.NewDataFile] = []
     if isinstance(df, pa.Table):

@@ -30,7 +30,7 @@ from ..lake import tables
 from ..lake.catalog import Lake
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
-from ..lake.commit import ColumnSpec, TableRef, Transaction, dir_name, uuid7
+from ..lake.commit import Transaction, dir_name, uuid7
 from ..lake.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -38,8 +38,8 @@ from ..lake.errors import (
     SchemaMismatchError,
 )
 from ..lake.expiry import ExpireResult
-from ..lake.inlined_data import can_inline
-from ..lake.models import ColumnInfo, Snapshot, TableInfo, ViewInfo
+from ..lake.inlining.rows import can_inline
+from ..lake.models import ColumnInfo, ColumnSpec, Snapshot, TableInfo, TableRef, ViewInfo
 from ..lake.options import OptionSetting
 from ..lake.partitions import (
     PartitionField,

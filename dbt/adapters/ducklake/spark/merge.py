@@ -25,12 +25,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..lake import delete_files, pruning
-from ..lake.commit import TableRef
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismatchError
-from ..lake.inlined_data import can_inline
-from ..lake.models import ColumnInfo, Snapshot
-from ..lake.stats import encode_value
+from ..lake.inlining.rows import can_inline
+from ..lake.models import ColumnInfo, Snapshot, TableRef
+from ..lake.options import inlining_row_limit
+from ..lake.value_text import encode_value
 from . import skipping
 from .dml import CommitInfo, Target, arrow_locations
 from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
@@ -131,8 +131,8 @@ def merge_into(
         if outcome.num_rows <= DRIVER_ROWS:
             positions, inlined = _arrow_touched(_rows_of(outcome, touching))
             with table.lake.read() as conn:
-                limit = table.lake.inlining_row_limit(conn, state.schema.schema_id,
-                                                     state.table.table_id)
+                limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
+                                           state.table.table_id)
             if updates is not None:
                 rows = _rows_of(outcome, updating).rename_columns(
                     {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])

@@ -44,10 +44,10 @@ from pyspark.sql.types import (
 )
 
 from ..lake.errors import UnsupportedTypeError
-from ..lake.inlined_values import parquet_decoder
+from ..lake.inlining.codec import parquet_decoder
 from ..lake.models import ColumnInfo
 from ..lake.types import INTEGER_TYPES
-from .types import FIELD_ID_KEY, convert, spark_type
+from .types import FIELD_ID_KEY, convert, map_leaves, spark_type
 
 # The Parquet physical type Spark writes for each such DuckLake type (uuid: see the module
 # docstring).
@@ -122,20 +122,11 @@ def _reinterpreted(column: ColumnInfo) -> bool:
 def written(expr: Column, column: ColumnInfo) -> Column:
     """The physical value to write from a carrier: unsigned integers become the signed
     integer of the same bits (what DuckDB's INT32/INT64 pages hold); the rest is as read."""
-    name = column.type.name
-    if not _reinterpreted(column):
-        return expr
-    if name == "struct":
-        fields = [written(expr.getField(c.column_name), c).alias(c.column_name)
-                  for c in column.children]
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
-    if name == "list":
-        return F.transform(expr, lambda x: written(x, column.children[0]))
-    if name == "map":
-        key, value = column.children
-        out = F.transform_values(expr, lambda _k, v: written(v, value))
-        return F.transform_keys(out, lambda k, _v: written(k, key)) if _reinterpreted(key) \
-            else out
+    return map_leaves(expr, column, _bits, _reinterpreted)
+
+
+def _bits(expr: Column, name: str) -> Column:
+    """An unsigned integer of lake type ``name`` as the signed integer of the same bits."""
     if name in ("uint8", "uint16"):
         return expr.cast(IntegerType())
     if name == "uint32":
@@ -199,7 +190,7 @@ def hugeint_double(value: int, kind: str = "int128") -> float:
 
 
 def carrier_value(value: Any, column: ColumnInfo) -> Any:
-    """A value decoded from the catalog by :func:`..lake.inlined_values.parquet_decoder`, in
+    """A value decoded from the catalog by :func:`..lake.inlining.codec.parquet_decoder`, in
     the Python form of the column's carrier (``spark_type(physical=True)``)."""
     if value is None:
         return None

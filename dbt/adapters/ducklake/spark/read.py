@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 from sqlalchemy import Connection, text
 
-from ..lake import inlined_data
+from ..lake import options as lake_options
 from ..lake.catalog import Lake, build_column_tree, join_path, visible
 from ..lake.delete_files import (
     ROW_ID_COLUMN,
@@ -37,6 +37,7 @@ from ..lake.delete_files import (
 )
 from ..lake.errors import DataFileError
 from ..lake.files import strip_scheme
+from ..lake.inlining import rows as inlined_data
 from ..lake.models import (
     ColumnInfo,
     DataFile,
@@ -214,8 +215,8 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
                 snapshot_id=s, schema=schema, table=table, columns=columns,
                 table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
                 inlined_deletes={}, inlined=[],
-                inlining_row_limit=lake.inlining_row_limit(conn, schema.schema_id,
-                                                           table.table_id))
+                inlining_row_limit=lake_options.inlining_row_limit(
+                    lake, conn, schema.schema_id, table.table_id))
         data_files = lake.data_files(table.table_id, s, conn)
         history = conn.execute(
             lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
@@ -229,7 +230,8 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
             column_history=[tuple(r) for r in history],
             mappings=lake.name_mappings(
                 [f.mapping_id for f in data_files if f.mapping_id is not None], conn),
-            inlining_row_limit=lake.inlining_row_limit(conn, schema.schema_id, table.table_id),
+            inlining_row_limit=lake_options.inlining_row_limit(lake, conn, schema.schema_id,
+                                                               table.table_id),
         )
         hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
             m.is_partition for m in state.mappings.get(f.mapping_id, []))]

@@ -8,7 +8,7 @@ scan requests the *physical* type and a post-read expression converts it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -36,9 +36,8 @@ from pyspark.sql.types import (
     VarcharType,
 )
 
-from ..lake.commit import ColumnSpec
 from ..lake.errors import UnsupportedTypeError
-from ..lake.models import ColumnInfo
+from ..lake.models import ColumnInfo, ColumnSpec
 
 FIELD_ID_KEY = "parquet.field.id"
 """StructField metadata key Spark reads and writes as the Parquet field id."""
@@ -48,32 +47,42 @@ try:  # Spark 4.0+
 except ImportError:  # pragma: no cover
     VariantType = None  # type: ignore[assignment,misc]
 
-_SCALAR_TO_SPARK: dict[str, DataType] = {
+# The lake types that map to a Spark type both ways: a Spark column of the type is created as
+# the lake type, and a column of the lake type reads back as the same Spark type.
+_BOTH_WAYS: dict[str, DataType] = {
     "boolean": BooleanType(),
     "int8": ByteType(),
     "int16": ShortType(),
     "int32": IntegerType(),
     "int64": LongType(),
+    "float32": FloatType(),
+    "float64": DoubleType(),
+    "date": DateType(),
+    "timestamp": TimestampNTZType(),
+    "timestamptz": TimestampType(),
+    "varchar": StringType(),
+    "blob": BinaryType(),
+}
+
+# Reading: every scalar lake type Spark can read. Those without a Spark type of their own are
+# read as one that holds all their values (an unsigned integer as the next wider signed one),
+# as text, or as bytes; a table created from such a column gets the lake type of the Spark
+# type (a uint8 column, read as SMALLINT, is created as int16).
+_SCALAR_TO_SPARK: dict[str, DataType] = {
+    **_BOTH_WAYS,
     "uint8": ShortType(),
     "uint16": IntegerType(),
     "uint32": LongType(),
     "uint64": DecimalType(20, 0),
     "int128": DecimalType(38, 0),
     "uint128": DecimalType(38, 0),
-    "float32": FloatType(),
-    "float64": DoubleType(),
     "time": StringType(),
     "time_ns": StringType(),
     "timetz": StringType(),
-    "date": DateType(),
-    "timestamp": TimestampNTZType(),
     "timestamp_s": TimestampNTZType(),
     "timestamp_ms": TimestampNTZType(),
     "timestamp_ns": TimestampNTZType(),
-    "timestamptz": TimestampType(),
-    "varchar": StringType(),
     "json": StringType(),
-    "blob": BinaryType(),
     "uuid": StringType(),
     "geometry": BinaryType(),
 }
@@ -88,6 +97,16 @@ _PHYSICAL: dict[str, DataType] = {
     "timetz": LongType(),
     "timestamp_ns": LongType(),
     "uuid": BinaryType(),
+}
+
+# Writing: the one lake type each scalar Spark type is created as (decimals carry their
+# precision and scale, see :func:`lake_type`). Spark's CHAR(n), VARCHAR(n) and the NULL type
+# (an untyped ``NULL AS c``) have no lake type of their own: they become varchar.
+_SPARK_TO_LAKE: dict[type[DataType], str] = {
+    **{type(spark): lake for lake, spark in _BOTH_WAYS.items()},
+    CharType: "varchar",
+    VarcharType: "varchar",
+    NullType: "varchar",
 }
 
 UNSUPPORTED = {
@@ -140,22 +159,11 @@ def needs_conversion(column: ColumnInfo) -> bool:
 
 def convert(expr: Column, column: ColumnInfo) -> Column:
     """Turn a value read with :func:`spark_type` ``physical=True`` into its logical form."""
-    name = column.type.name
-    if not needs_conversion(column):
-        return expr
-    if name == "struct":
-        fields = [convert(expr.getField(c.column_name), c).alias(c.column_name)
-                  for c in column.children]
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
-    if name == "list":
-        (element,) = column.children
-        return F.transform(expr, lambda x: convert(x, element))
-    if name == "map":
-        key, value = column.children
-        out = F.transform_values(expr, lambda _k, v: convert(v, value))
-        if needs_conversion(key):
-            out = F.transform_keys(out, lambda k, _v: convert(k, key))
-        return out
+    return map_leaves(expr, column, _logical, needs_conversion)
+
+
+def _logical(expr: Column, name: str) -> Column:
+    """A scalar value of lake type ``name``, read as its physical type, in its logical form."""
     if name in ("int128", "uint128"):
         return expr.cast(DecimalType(38, 0))
     if name in ("time", "timetz"):
@@ -174,6 +182,33 @@ def convert(expr: Column, column: ColumnInfo) -> Column:
     return expr
 
 
+def map_leaves(expr: Column, column: ColumnInfo, leaf: Callable[[Column, str], Column],
+               changes: Callable[[ColumnInfo], bool]) -> Column:
+    """``expr`` with ``leaf(value, lake type name)`` applied to each scalar value in it, through
+    structs (a NULL struct stays NULL), lists and maps; a column (or a map's keys) for which
+    ``changes`` is false is left as it is.
+
+    The one walk over a nested value that reading (:func:`convert`) and writing
+    (:func:`.physical.written`) both take, each with its own ``leaf``."""
+    if not changes(column):
+        return expr
+    name = column.type.name
+    if name == "struct":
+        fields = [map_leaves(expr.getField(c.column_name), c, leaf, changes).alias(c.column_name)
+                  for c in column.children]
+        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    if name == "list":
+        (element,) = column.children
+        return F.transform(expr, lambda x: map_leaves(x, element, leaf, changes))
+    if name == "map":
+        key, value = column.children
+        out = F.transform_values(expr, lambda _k, v: map_leaves(v, value, leaf, changes))
+        if changes(key):
+            out = F.transform_keys(out, lambda k, _v: map_leaves(k, key, leaf, changes))
+        return out
+    return leaf(expr, name)
+
+
 def _time_text(micros: Column) -> Column:
     """``HH:MM:SS[.ffffff]`` (trailing zeros trimmed) from microseconds since midnight."""
     total_seconds = F.floor(micros / F.lit(1_000_000))
@@ -190,33 +225,19 @@ def _time_text(micros: Column) -> Column:
 
 # ---------------------------------------------------------------------------------- writing
 def lake_type(data_type: DataType, column: str) -> str:
-    """The DuckLake type string for a Spark type of a column being created."""
-    if isinstance(data_type, BooleanType):
-        return "boolean"
-    if isinstance(data_type, ByteType):
-        return "int8"
-    if isinstance(data_type, ShortType):
-        return "int16"
-    if isinstance(data_type, IntegerType):
-        return "int32"
-    if isinstance(data_type, LongType):
-        return "int64"
-    if isinstance(data_type, FloatType):
-        return "float32"
-    if isinstance(data_type, DoubleType):
-        return "float64"
+    """The DuckLake type string for a Spark type of a column being created.
+
+    Not the inverse of :func:`spark_type`, on purpose: reading maps several lake types onto
+    one Spark type (int16 and uint8 both read as SMALLINT; varchar, json, uuid and time as
+    STRING), and writing creates the one lake type that reads back as the same Spark type
+    (SMALLINT as int16, STRING as varchar). The types both directions share are stated once,
+    in ``_BOTH_WAYS``.
+    """
+    for spark_class, lake in _SPARK_TO_LAKE.items():
+        if isinstance(data_type, spark_class):
+            return lake
     if isinstance(data_type, DecimalType):
         return f"decimal({data_type.precision},{data_type.scale})"
-    if isinstance(data_type, (StringType, CharType, VarcharType, NullType)):
-        return "varchar"
-    if isinstance(data_type, BinaryType):
-        return "blob"
-    if isinstance(data_type, DateType):
-        return "date"
-    if isinstance(data_type, TimestampNTZType):
-        return "timestamp"
-    if isinstance(data_type, TimestampType):
-        return "timestamptz"
     if VariantType is not None and isinstance(data_type, VariantType):
         raise UnsupportedTypeError(
             f"column {column!r} is a VARIANT; writing Spark variants to DuckLake is not "

@@ -24,8 +24,7 @@ from pyspark.sql.types import LongType, NullType
 
 from ..lake import faults
 from ..lake import files as lake_files
-from ..lake import stats as lake_stats
-from ..lake.commit import NameMappingSpec, NewDataFile, uuid7
+from ..lake.commit import uuid7
 from ..lake.delete_files import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -33,7 +32,8 @@ from ..lake.delete_files import (
     SNAPSHOT_ID_FIELD_ID,
 )
 from ..lake.errors import DataFileError, SchemaMismatchError
-from ..lake.models import ColumnInfo
+from ..lake.file_stats import file_column_stats
+from ..lake.models import ColumnInfo, NameMappingSpec, NewDataFile
 from ..lake.parquet_footer import BoundsOf, retype_bytes, retype_file, set_field_ids
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
@@ -324,7 +324,7 @@ class StagedWrite:
             out.append(NewDataFile(
                 path=name, record_count=metadata.num_rows, file_size_bytes=size,
                 footer_size=footer,
-                column_stats=lake_stats.file_column_stats(metadata, leaves, self.nan_columns),
+                column_stats=file_column_stats(metadata, leaves, self.nan_columns),
                 mapping=mapping, embeds_row_ids=row_ids,
                 partition_values=[(k.index, v) for k, v in zip(keys, values)],
                 partition_layout=layout,

@@ -21,10 +21,7 @@
     -- seed {{ target_relation }} loaded: {{ rows }} rows
   {% endcall %}
 
-  {% do persist_docs(target_relation, model) %}
-  {% do ducklake__post_commit_maintenance(target_relation) %}
-  {{ run_hooks(post_hooks) }}
-  {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
+  {% do ducklake_finish_table(target_relation, grant_config) %}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -22,10 +22,7 @@
     {{ ducklake_build_table(target_relation, compiled_code) }}
   {%- endif -%}
 
-  {% do persist_docs(target_relation, model) %}
-  {% do ducklake__post_commit_maintenance(target_relation) %}
-  {{ run_hooks(post_hooks) }}
-  {% do apply_grants(target_relation, grant_config, should_revoke=false) %}
+  {% do ducklake_finish_table(target_relation, grant_config) %}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -1,4 +1,4 @@
-"""Data inlining: small inserts and deletes stored in catalog tables instead of Parquet.
+"""Inlined rows in the catalog: the tables that hold them, and their inserts, ends and reads.
 
 ``ducklake_inlined_data_{table_id}_{schema_version}`` holds inlined rows with their row id and
 snapshot range; ``ducklake_inlined_delete_{table_id}`` holds small deletes from Parquet files
@@ -14,16 +14,13 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, text
 
-from . import stats as lake_stats
-from .catalog import Lake, visible
-from .commit import CommitContext, quote_name
-from .inlined_values import (
-    encode_inlined,
-    inlined_column_type,
-    inlined_decoder,
-    parquet_decoder,
-)
-from .models import ColumnInfo, FileColumnStats, InlinedDataTable
+from ..catalog import Lake, visible
+from ..commit import CommitContext, quote_name
+from ..models import ColumnInfo, FileColumnStats, InlinedDataTable
+from ..options import inlining_row_limit
+from ..stats import compare_encoded
+from ..value_text import inlined_value_text
+from .codec import encode_inlined, inlined_column_type, inlined_decoder, parquet_decoder
 
 RESERVED_COLUMN_NAMES = frozenset(
     {"row_id", "begin_snapshot", "end_snapshot", "_ducklake_internal_row_id",
@@ -71,8 +68,8 @@ def create_inlined_table(ctx: CommitContext, table_id: int) -> InlinedDataTable 
 
 def on_schema_change(ctx: CommitContext, table_id: int) -> None:
     """After an ALTER, new inlined rows go to a table for the new schema version."""
-    if ctx.lake.inlined_data_tables(table_id, ctx.conn) or ctx.lake.inlining_row_limit(
-        ctx.conn, None, table_id
+    if ctx.lake.inlined_data_tables(table_id, ctx.conn) or inlining_row_limit(
+        ctx.lake, ctx.conn, None, table_id
     ) > 0:
         create_inlined_table(ctx, table_id)
 
@@ -130,7 +127,7 @@ def row_stats(columns: Sequence[ColumnInfo],
             continue
         values = [r.get(col.column_name) for r in rows]
         present = [v for v in values if v is not None]
-        encoded = [lake_stats.inlined_value_text(v, col.type) for v in present]
+        encoded = [inlined_value_text(v, col.type) for v in present]
         lo = hi = None
         nan = None
         if col.type.name in ("float32", "float64"):
@@ -140,9 +137,9 @@ def row_stats(columns: Sequence[ColumnInfo],
         if known and len(known) == len(encoded):
             lo, hi = known[0], known[0]
             for e in known[1:]:
-                if lake_stats.compare_encoded(e, lo, col.type) < 0:
+                if compare_encoded(e, lo, col.type) < 0:
                     lo = e
-                if lake_stats.compare_encoded(e, hi, col.type) > 0:
+                if compare_encoded(e, hi, col.type) > 0:
                     hi = e
         out.append(FileColumnStats(col.column_id, None, len(present), len(values) - len(present),
                                    lo, hi, nan))
@@ -246,7 +243,7 @@ def read_rows(
     """Inlined rows of a table matching ``where`` (over begin_snapshot / end_snapshot).
 
     ``exact`` (a flush): TIME, TIMETZ and TIMESTAMP_NS values come as the integers DuckDB
-    writes to Parquet (:func:`.inlined_values.parquet_decoder`), not as Python times, which
+    writes to Parquet (:func:`.codec.parquet_decoder`), not as Python times, which
     lose nanoseconds, 24:00:00 and the offset of a TIMETZ.
     """
     out = []

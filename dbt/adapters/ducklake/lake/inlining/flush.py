@@ -9,7 +9,7 @@ delete files the same way. Then the flushed rows leave the catalog tables. The c
 ``inline_flush:<tid>`` (plus ``deleted_from_table:<tid>`` when inlined deletes were converted),
 and, as DuckDB, it neither advances ``next_row_id`` nor ``record_count``.
 
-The rows are written by Spark in :mod:`..spark.compaction`; this module commits them.
+The rows are written by Spark in :mod:`...spark.compaction`; this module commits them.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from . import files as lake_files
-from . import inlined_data
-from .catalog import Lake, join_path
-from .commit import CommitContext, NewDataFile, TableRef, Transaction, uuid7
-from .data_files import register_files
-from .delete_files import delete_file_table, read_delete_file, schedule_for_deletion
-from .errors import CommitConflictError
-from .models import DeleteFile
-from .tables import DATA
+from .. import files as lake_files
+from ..catalog import Lake, join_path
+from ..commit import CommitContext, Transaction, uuid7
+from ..data_files import register_files
+from ..delete_files import delete_file_table, read_delete_file, schedule_for_deletion
+from ..errors import CommitConflictError
+from ..models import DeleteFile, NewDataFile, TableRef
+from ..tables import DATA
+from . import rows as inlined_data
 
 FLUSH_TOKEN = "inline_flush"
 

@@ -34,18 +34,34 @@ from __future__ import annotations
 
 import builtins
 import json
-import math
 import re
-import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, NamedTuple, NoReturn
 
-from .errors import InvalidArgumentError, UnsupportedTypeError
-from .models import ColumnInfo
-from .types import LakeType
+from ..errors import InvalidArgumentError, UnsupportedTypeError
+from ..models import ColumnInfo
+from ..types import LakeType
+from ..value_text import (
+    EPOCH_ORDINAL,
+    INT_RANGES,
+    TIMESTAMP_INFINITY,
+    TIMESTAMP_UNIT_NS,
+    blob_text,
+    date_text,
+    datetime_ns,
+    decimal_text,
+    float32_text,
+    float64_text,
+    interval_text,
+    offset_text,
+    time_ns,
+    time_text,
+    timestamp_text,
+    to_float32,
+)
 
 __all__ = ["MonthDayNano", "decode_inlined", "encode_inlined", "inlined_column_type",
            "parquet_decoder", "parquet_int"]
@@ -81,18 +97,6 @@ _SQLITE_INTEGERS = frozenset(
     {"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"}
 )
 
-_INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "int128": (-(2**127), 2**127 - 1),
-    "uint8": (0, 2**8 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-    "uint64": (0, 2**64 - 1),
-    "uint128": (0, 2**128 - 1),
-}
 _TEXT_INTEGERS = frozenset({"uint64", "int128", "uint128"})
 _TIMESTAMPS = frozenset(
     {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"}
@@ -122,9 +126,8 @@ def inlined_column_type(column: ColumnInfo, dialect: str) -> str:
     Spelled as DuckDB writes it in the ``CREATE TABLE`` it sends to the backend.
     """
     backend = _dialect(dialect)
-    lt = column.type
+    lt = _inlinable_type(column, backend)
     name = lt.name
-    _check_inlinable(name, backend)
     if backend == SQLITE:
         if name in _SQLITE_INTEGERS:
             return "BIGINT"
@@ -134,7 +137,9 @@ def inlined_column_type(column: ColumnInfo, dialect: str) -> str:
     return _PG_TYPES.get(name, "VARCHAR")
 
 
-def _check_inlinable(name: str, backend: str) -> None:
+def _inlinable_type(column: ColumnInfo, backend: str) -> LakeType:
+    """The column's type, once checked to be one DuckDB inlines on ``backend``."""
+    name = column.type.name
     if name in _NEVER_INLINED:
         raise UnsupportedTypeError(
             f"DuckDB never inlines tables with a {name} column; write such rows to Parquet"
@@ -145,6 +150,7 @@ def _check_inlinable(name: str, backend: str) -> None:
             "DuckDB cannot create an inlined table with a time_ns column on PostgreSQL; "
             "write such rows to Parquet"
         )
+    return column.type
 
 
 def _dialect(dialect: str) -> str:
@@ -171,15 +177,14 @@ def encode_inlined(value: Any, column: ColumnInfo, dialect: str) -> Any:
     backend = _dialect(dialect)
     if value is None:
         return None
-    lt = column.type
+    lt = _inlinable_type(column, backend)
     name = lt.name
-    _check_inlinable(name, backend)
     if lt.nested:
         return _format_nested(value, column, sql_zone=name == "struct")
     if name == "boolean":
         flag = _as_bool(value)
         return int(flag) if backend == SQLITE else flag
-    if name in _INT_RANGES:
+    if name in INT_RANGES:
         number = _as_int(value, name)
         return str(number) if name in _TEXT_INTEGERS else number
     if name in ("float32", "float64"):
@@ -209,7 +214,7 @@ def _scalar_text(value: Any, lt: LakeType) -> str:
     name = lt.name
     if name == "boolean":
         return "true" if _as_bool(value) else "false"
-    if name in _INT_RANGES:
+    if name in INT_RANGES:
         return str(_as_int(value, name))
     if name in ("float32", "float64"):
         return _float_text(_as_float(value, name == "float32"), name == "float32")
@@ -218,27 +223,21 @@ def _scalar_text(value: Any, lt: LakeType) -> str:
     if name in ("varchar", "json"):
         return _as_str(value, name)
     if name == "blob":
-        return _blob_text(_as_bytes(value))
+        return blob_text(_as_bytes(value))
     if name == "uuid":
         return str(_as_uuid(value))
     if name == "date":
-        day = _as_date(value)
-        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+        return date_text(_as_date(value).toordinal() - EPOCH_ORDINAL)
     if name in ("time", "time_ns"):
-        moment = _as_time(value)
-        clock = f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-        if name == "time_ns":
-            return clock + _fraction(moment.microsecond * 1000, 9)
-        return clock + _fraction(moment.microsecond, 6)
+        return time_text(time_ns(_as_time(value)))
     if name == "timetz":
         moment = _as_time(value)
-        offset = moment.utcoffset() if moment.tzinfo is not None else timedelta(0)
-        clock = f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-        return clock + _fraction(moment.microsecond, 6) + _offset_text(offset or timedelta(0))
+        offset = (moment.utcoffset() if moment.tzinfo is not None else None) or timedelta(0)
+        return time_text(time_ns(moment)) + offset_text(int(offset.total_seconds()))
     if name in _TIMESTAMPS:
         return _timestamp_text(value, name)
     if name == "interval":
-        return _interval_text(*_as_interval(value))
+        return interval_text(*_as_interval(value))
     raise UnsupportedTypeError(f"cannot inline a value of type {lt}")
 
 
@@ -259,7 +258,7 @@ def _as_int(value: Any, name: str) -> int:
         number = int(value)
     else:
         raise InvalidArgumentError(f"cannot store {value!r} in an {name} column")
-    low, high = _INT_RANGES[name]
+    low, high = INT_RANGES[name]
     if not low <= number <= high:
         raise InvalidArgumentError(f"{number} is out of range for an {name} column")
     return number
@@ -274,27 +273,13 @@ def _as_float(value: Any, single: bool) -> float:
 
 def _f32(number: float) -> float:
     try:
-        return struct.unpack("<f", struct.pack("<f", number))[0]
+        return to_float32(number)
     except OverflowError:
         raise InvalidArgumentError(f"{number!r} is out of range for a float32 column") from None
 
 
 def _float_text(number: float, single: bool) -> str:
-    """Shortest round-trip digits, as DuckDB prints them (``0.1`` for float32 0.1, ``1e+16``)."""
-    if math.isnan(number):
-        return "nan"
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
-    if not single:
-        return repr(number)
-    for digits in range(1, 10):
-        candidate = float(f"{number:.{digits}g}")
-        try:
-            if struct.unpack("<f", struct.pack("<f", candidate))[0] == number:
-                return repr(candidate)
-        except OverflowError:  # rounded past FLT_MAX
-            continue
-    return repr(number)
+    return float32_text(number) if single else float64_text(number)
 
 
 def _decimal_text(value: Any, lt: LakeType) -> str:
@@ -310,11 +295,11 @@ def _decimal_text(value: Any, lt: LakeType) -> str:
     with localcontext() as ctx:
         ctx.prec = 100
         exact = number.quantize(Decimal(1).scaleb(-lt.scale), rounding=ROUND_HALF_UP)
-    if len(exact.as_tuple().digits) > lt.precision and exact != 0:
+    sign, digits, _ = exact.as_tuple()  # the exponent is -scale now
+    if len(digits) > lt.precision and exact != 0:
         raise InvalidArgumentError(f"{value!r} does not fit a {lt} column")
-    if exact == 0:
-        exact = abs(exact)
-    return format(exact, "f")
+    unscaled = int("".join(map(str, digits)))
+    return decimal_text(-unscaled if sign else unscaled, lt, integer_digit=True)
 
 
 def _as_str(value: Any, name: str) -> str:
@@ -329,13 +314,6 @@ def _as_bytes(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     raise InvalidArgumentError(f"cannot store {value!r} in a blob column")
-
-
-def _blob_text(data: bytes) -> str:
-    return "".join(
-        chr(b) if 0x20 <= b <= 0x7E and b not in (0x22, 0x27, 0x5C) else f"\\x{b:02X}"
-        for b in data
-    )
 
 
 def _as_uuid(value: Any) -> uuid.UUID:
@@ -363,23 +341,6 @@ def _as_time(value: Any) -> time:
     raise InvalidArgumentError(f"cannot store {value!r} in a time column")
 
 
-def _fraction(units: int, digits: int) -> str:
-    return "." + f"{units:0{digits}d}".rstrip("0") if units else ""
-
-
-def _offset_text(offset: timedelta) -> str:
-    seconds = int(offset.total_seconds())
-    sign = "-" if seconds < 0 else "+"
-    hours, rest = divmod(abs(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{sign}{hours:02d}"
-    if minutes or secs:
-        text += f":{minutes:02d}"
-    if secs:
-        text += f":{secs:02d}"
-    return text
-
-
 def _timestamp_text(value: Any, name: str) -> str:
     if isinstance(value, datetime):
         moment = value
@@ -387,20 +348,10 @@ def _timestamp_text(value: Any, name: str) -> str:
         moment = datetime(value.year, value.month, value.day)
     else:
         raise InvalidArgumentError(f"cannot store {value!r} in a {name} column")
-    nanos = int(getattr(value, "nanosecond", 0) or 0)  # pandas.Timestamp keeps nanoseconds
     if moment.tzinfo is not None and moment.utcoffset() is not None:
         moment = moment.astimezone(_UTC)
-    text = (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-    )
-    if name == "timestamp_ms":
-        text += _fraction(moment.microsecond // 1000, 3)
-    elif name == "timestamp_ns":
-        text += _fraction(moment.microsecond * 1000 + nanos, 9)
-    elif name != "timestamp_s":
-        text += _fraction(moment.microsecond, 6)
-    return text + "+00" if name == "timestamptz" else text
+    ns = datetime_ns(moment)  # pandas.Timestamp keeps nanoseconds
+    return timestamp_text(ns - ns % TIMESTAMP_UNIT_NS[name], name == "timestamptz")
 
 
 def _as_interval(value: Any) -> tuple[int, int, int]:
@@ -416,23 +367,6 @@ def _as_interval(value: Any) -> tuple[int, int, int]:
             raise InvalidArgumentError(f"cannot store {value!r} in an interval column") from None
     micros = abs(nanos) // 1000
     return months, days, -micros if nanos < 0 else micros
-
-
-def _interval_text(months: int, days: int, micros: int) -> str:
-    """DuckDB's interval text (``1 year 2 months 3 days 04:05:06.789``); PostgreSQL reads it."""
-    years = int(months / 12)
-    parts = [
-        f"{n} {unit}{'' if n in (1, -1) else 's'}"
-        for n, unit in ((years, "year"), (months - 12 * years, "month"), (days, "day"))
-        if n
-    ]
-    if micros or not parts:
-        hours, rest = divmod(abs(micros), 3_600_000_000)
-        minutes, rest = divmod(rest, 60_000_000)
-        seconds, fraction = divmod(rest, 1_000_000)
-        sign = "-" if micros < 0 else ""
-        parts.append(f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}" + _fraction(fraction, 6))
-    return " ".join(parts)
 
 
 def _needs_quotes(text: str) -> bool:
@@ -547,7 +481,7 @@ def _child(column: ColumnInfo, name: str) -> ColumnInfo:
 
 # Catalog cells whose Python type is already the decoded value's (SQLite and psycopg hand
 # integers, floats and text over as int, float and str).
-_DECODED_AS = {**dict.fromkeys(_INT_RANGES, int), "float64": float, "varchar": str,
+_DECODED_AS = {**dict.fromkeys(INT_RANGES, int), "float64": float, "varchar": str,
                "json": str}
 
 
@@ -576,14 +510,13 @@ def decode_inlined(raw: Any, column: ColumnInfo, dialect: str) -> Any:
     backend = _dialect(dialect)
     if raw is None:
         return None
-    lt = column.type
+    lt = _inlinable_type(column, backend)
     name = lt.name
-    _check_inlinable(name, backend)
     if lt.nested:
         return _Parser(_as_text(raw)).document(column)
     if name == "boolean":
         return _parse_bool(raw) if isinstance(raw, str) else bool(raw)
-    if name in _INT_RANGES:
+    if name in INT_RANGES:
         return int(raw.strip() if isinstance(raw, str) else raw)
     if name in ("float32", "float64"):
         number = float(raw.strip() if isinstance(raw, str) else raw)
@@ -616,8 +549,6 @@ def decode_inlined(raw: Any, column: ColumnInfo, dialect: str) -> Any:
 # integer instead (TIME 24:00:00, TIMETZ offsets beyond the UTC shift, nanoseconds).
 _PARQUET_INTS = frozenset({"time", "timetz", "timestamp_ns"})
 _DAY_MICROS = 86_400_000_000
-_EPOCH_DAY = date(1970, 1, 1).toordinal()
-_TIMESTAMP_NS_INFINITY = 2**63 - 1  # what DuckDB writes to Parquet for 'infinity'
 
 
 def parquet_decoder(column: ColumnInfo, dialect: str) -> Callable[[Any], Any]:
@@ -665,7 +596,7 @@ def parquet_int(raw: Any, lt: LakeType) -> int:
         if name == "timestamp_ns":
             word = text.lower()
             if word in _INFINITY:
-                return _INFINITY[word] * _TIMESTAMP_NS_INFINITY
+                return _INFINITY[word] * TIMESTAMP_INFINITY
             day = _DATE.match(text)
             if not day or day.group(4):
                 raise ValueError("not a timestamp")
@@ -679,7 +610,7 @@ def parquet_int(raw: Any, lt: LakeType) -> int:
                          + int(clock.group(3) or 0)) * 10**9 + int(digits.ljust(9, "0") or 0)
             if text[clock.end() if clock else day.end():].strip():
                 raise ValueError("unexpected text after the timestamp")
-            return (days - _EPOCH_DAY) * 86_400 * 10**9 + nanos
+            return (days - EPOCH_ORDINAL) * 86_400 * 10**9 + nanos
     except ValueError as exc:
         raise InvalidArgumentError(f"cannot read {text!r} as {lt}: {exc}") from None
     raise UnsupportedTypeError(f"no Parquet integer for inlined values of type {lt}")
@@ -712,7 +643,7 @@ def _from_text(text: str, lt: LakeType) -> Any:
     try:
         if name == "boolean":
             return _parse_bool(text)
-        if name in _INT_RANGES:
+        if name in INT_RANGES:
             return int(text.strip())
         if name in ("float32", "float64"):
             number = float(text.strip())
@@ -950,6 +881,24 @@ class _Parser:
             j += 1
         return j == len(self.s) if not stops else j < len(self.s) and self.s[j] in stops
 
+    def opens(self, bracket: str, close: str) -> bool:
+        """Past an opening ``bracket``: whether items follow (else past the ``close`` too)."""
+        self.expect(bracket)
+        self.skip()
+        if self.peek() == close:
+            self.i += 1
+            return False
+        return True
+
+    def more(self, close: str) -> bool:
+        """Past an item: True past a ``,`` (another item follows), False past ``close``."""
+        self.skip()
+        if self.peek() == ",":
+            self.i += 1
+            return True
+        self.expect(close)
+        return False
+
     def at_null(self, stops: str) -> bool:
         word = self.s[self.i : self.i + 4]
         return word.lower() == "null" and self.stop_follows(stops, self.i + 4)
@@ -971,12 +920,9 @@ class _Parser:
         return self.leaf_value(self.leaf(sql_zone, stops), column.type)
 
     def struct(self, column: ColumnInfo, sql_zone: bool) -> dict[str, Any]:
-        self.expect("{")
         out: dict[str, Any] = {child.column_name: None for child in column.children}
         by_name = {child.column_name: child for child in column.children}
-        self.skip()
-        if self.peek() == "}":
-            self.i += 1
+        if not self.opens("{", "}"):
             return out
         position = 0
         while True:
@@ -989,32 +935,21 @@ class _Parser:
                 child = column.children[position]
             out[child.column_name] = self.value(child, sql_zone, ",}")
             position += 1
-            self.skip()
-            if self.peek() == ",":
-                self.i += 1
-                continue
-            self.expect("}")
-            return out
+            if not self.more("}"):
+                return out
 
     def list(self, column: ColumnInfo) -> list[Any]:
         element = _child(column, "element")
         raw_json = element.type.name == "json"
-        self.expect("[")
-        self.skip()
         out: list[Any] = []
-        if self.peek() == "]":
-            self.i += 1
+        if not self.opens("[", "]"):
             return out
         while True:
             self.skip()
             item = self.json_item() if raw_json else _NO_JSON
             out.append(self.value(element, False, ",]") if item is _NO_JSON else item)
-            self.skip()
-            if self.peek() == ",":
-                self.i += 1
-                continue
-            self.expect("]")
-            return out
+            if not self.more("]"):
+                return out
 
     def json_item(self) -> Any:
         """A raw JSON element of a JSON list, minified as DuckDB's JSON reader returns it."""
@@ -1031,22 +966,15 @@ class _Parser:
 
     def map(self, column: ColumnInfo) -> builtins.list[tuple[Any, Any]]:  # not _Parser.list
         key_col, value_col = _child(column, "key"), _child(column, "value")
-        self.expect("{")
-        self.skip()
         out: list[tuple[Any, Any]] = []
-        if self.peek() == "}":
-            self.i += 1
+        if not self.opens("{", "}"):
             return out
         while True:
             key = self.value(key_col, False, "=")
             self.expect("=")
             out.append((key, self.value(value_col, False, ",}")))
-            self.skip()
-            if self.peek() == ",":
-                self.i += 1
-                continue
-            self.expect("}")
-            return out
+            if not self.more("}"):
+                return out
 
     def leaf(self, sql_zone: bool, stops: str) -> str:
         self.skip()

@@ -1,0 +1,107 @@
+"""What every statement handler works with: Spark, the lake, the temp views, and the result.
+
+The engine (:mod:`.engine`) parses and dispatches; the handlers of :mod:`.ddl` and :mod:`.dml`
+carry statements out. Both need the same session state and the same few steps (a written
+name checked, a relation looked up, the temp views invalidated after a commit), which live
+here, below both, so that neither imports the other's module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..lake.errors import DuckLakeError, InvalidArgumentError
+from ..lake.models import Snapshot
+from ..spark.lake import CommitInfo, LakeTable, SparkLake
+from .temp_views import LakeName, ViewRegistry, parse_name
+
+
+@dataclass
+class StatementResult:
+    """What a statement did: a query's DataFrame, or a write's snapshot and row count."""
+
+    kind: str
+    df: DataFrame | None = None
+    rows_affected: int = -1
+    snapshot: Snapshot | None = None
+    message: str = "OK"
+
+
+class UnsupportedStatementError(DuckLakeError):
+    """A statement that writes lake relations in a way the engine does not carry out yet."""
+
+
+class StatementContext:
+    """One SparkSession and one lake, as the statement handlers see them."""
+
+    def __init__(self, spark: SparkSession, lake: SparkLake, registry: ViewRegistry,
+                 commit_info: Callable[[str], CommitInfo] | None = None,
+                 read_only: bool = False) -> None:
+        self.spark = spark
+        self.lake = lake
+        self.registry = registry
+        self.commit_info = commit_info or (lambda _kind: CommitInfo())
+        self.read_only = read_only
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
+
+    def check_writable(self) -> None:
+        """A connection pinned to a snapshot reads the past: it must not write."""
+        if self.read_only:
+            raise InvalidArgumentError(
+                f"this connection is pinned to snapshot {self.registry.pinned_version} "
+                "(snapshot_version or snapshot_time in the profile) and cannot write; remove "
+                "the pin to write")
+
+    def dataframe(self, sql: str, part: Callable[[Any], Any]) -> DataFrame:
+        """The query inside a statement as a DataFrame, registering the lake relations it reads.
+
+        The statement is parsed afresh for every attempt: Spark's analyzer marks the nodes of
+        a plan it failed to analyse, so a failed plan cannot be analysed again.
+        """
+        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        jss = self.spark._jsparkSession  # type: ignore[attr-defined]
+
+        def build(text: str) -> DataFrame:
+            jplan = part(self._parser.parsePlan(text))
+            return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
+                             self.spark)
+
+        return self.registry.query(build, sql)
+
+    def written_name(self, parts: list[str]) -> LakeName:
+        """The lake relation a statement writes: a plain name, never a past snapshot or a
+        change feed (those are read-only views)."""
+        name = parse_name(parts)
+        if name is not None and not name.plain:
+            raise InvalidArgumentError(
+                f"{name.view_name} is a past snapshot or a change feed of a lake table: it "
+                "can be read, not written")
+        if name is None:
+            raise InvalidArgumentError(
+                f"{'.'.join(parts)} is not a lake relation name; write `schema.table` "
+                "(one quoted identifier, as dbt renders it) or schema.table")
+        return name
+
+    def changed(self, snapshot: Snapshot | None) -> Snapshot | None:
+        """A statement changed the lake: the temp views registered for it may be stale."""
+        self.registry.invalidate()
+        return snapshot
+
+    def table(self, name: LakeName) -> LakeTable:
+        return LakeTable(self.lake, name.schema, name.name)
+
+    def exists(self, name: LakeName) -> str | None:
+        """``'table'``, ``'view'`` or ``None``."""
+        lake = self.lake.lake
+        for kind, relation in lake.relations(name.schema):
+            if relation.lower() == name.name.lower():
+                return kind
+        return None
+
+
+Handler = Callable[[StatementContext, Any, str], StatementResult]
+"""Carries out one kind of statement: ``handler(context, parsed plan, statement text)``."""
