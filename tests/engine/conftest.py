@@ -9,6 +9,8 @@ import pytest
 def no_stale_views(spark):  # noqa: ANN001, ANN201
     """Temp views live in the shared SparkSession: drop those an earlier test's lake left, so
     a view named like this test's table can never be read in its place."""
-    for table in spark.catalog.listTables():
-        if table.isTemporary:
-            spark.catalog.dropTempView(table.name)
+    # SHOW TABLES, not spark.catalog.listTables(): that API decodes rows into objects, which
+    # needs code generation, and the tests run without it (SPARK_TEST_CONF)
+    for row in spark.sql("SHOW TABLES").collect():
+        if row.isTemporary:
+            spark.catalog.dropTempView(row.tableName)

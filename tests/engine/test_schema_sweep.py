@@ -20,9 +20,9 @@ a list), and in a map's value; add a whole struct field; type promotions int8 â†
 for old rows, and ``SET DEFAULT`` for new rows that leave the column out.
 
 Speed: one lake per case, with ~16 snapshots (changes are grouped into three steps); one
-shared DuckDB connection. Each case still takes 15-30 s, nearly all of it Spark planning our
-reads (thousands of py4j calls per read of a table with several schema versions); a union
-of all reads into one Spark job was tried and is far slower (Catalyst on a plan of 50
+shared DuckDB connection. Each case still takes 10-30 s, most of it Spark planning and running
+our reads (a change feed over several schema versions is a union of one scan per version); a
+union of all reads into one Spark job was tried and is far slower (Catalyst on a plan of 50
 branches). So every case is marked slow, and on PostgreSQL only the cases whose rows live in
 the catalog (inlined, flushed) run: the Parquet cases read the same catalog rows through the
 same queries on both backends. ``DUCKLAKE_SWEEP_ALL_RANGES=1`` checks every range.

@@ -27,6 +27,7 @@ from ..lake.errors import InvalidArgumentError
 from ..lake.inlining import rows as inlined_data
 from ..lake.inlining.rows import InlinedRows
 from ..lake.models import DataFile
+from . import expressions as sql
 from .read import (
     EMBEDDED_SNAPSHOT_ID,
     FILE_ID,
@@ -105,8 +106,9 @@ def insertions(spark: SparkSession, sources: ChangeSources) -> DataFrame:
     partial = [f.data_file_id for f in sources.inserted_files if f.partial_max is not None]
     if partial:
         # files that span snapshots keep only the rows their embedded ids place in the range
-        df = df.where(F.col(FILE_ID).isNull() | ~F.col(FILE_ID).isin(partial)
-                      | F.col(SNAPSHOT_ID).between(span.start, span.end))
+        file_id, snapshot_id = sql.ident(FILE_ID), sql.ident(SNAPSHOT_ID)
+        df = df.where(f"{file_id} IS NULL OR {file_id} NOT IN ({', '.join(map(str, partial))})"
+                      f" OR {snapshot_id} BETWEEN {span.start} AND {span.end}")
     return _shape(df, sources)
 
 
@@ -132,8 +134,8 @@ def deletions(spark: SparkSession, sources: ChangeSources) -> DataFrame:
             StructField("__scan_snapshot", LongType(), False)]))
         rows_df = scan(spark, state, metadata=True, embedded_snapshot=True).join(
             F.broadcast(deleted), on=[FILE_ID, POSITION], how="inner")
-        by = F.coalesce(F.col("__deleted_by"), F.col(EMBEDDED_SNAPSHOT_ID),
-                        F.col("__scan_snapshot"))
+        by = F.expr(f"coalesce(__deleted_by, {sql.ident(EMBEDDED_SNAPSHOT_ID)}, "
+                    "__scan_snapshot)")
         frames.append(rows_df.withColumn(SNAPSHOT_ID, by)
                       .drop("__deleted_by", "__scan_snapshot", EMBEDDED_SNAPSHOT_ID))
     if sources.deleted_inlined:
@@ -156,13 +158,14 @@ def changes(spark: SparkSession, sources: ChangeSources) -> DataFrame:
     ins = insertions(spark, sources)
     dels = deletions(spark, sources)
     keys = [SNAPSHOT_COLUMN, ROWID_COLUMN]
-    columns = [F.col(f"`{c.column_name}`") for c in sources.base.columns]
+    columns = [sql.ident(c.column_name) for c in sources.base.columns]
 
     def side(frame: DataFrame, other: DataFrame, matched: str, unmatched: str) -> DataFrame:
-        marks = other.select(*keys).withColumn(_MATCHED, F.lit(True))
+        marks = other.selectExpr(*map(sql.ident, keys), f"TRUE AS {_MATCHED}")
         joined = frame.join(marks, on=keys, how="left")
-        kind = F.when(F.col(_MATCHED).isNotNull(), F.lit(matched)).otherwise(F.lit(unmatched))
-        return joined.select(*keys, kind.alias(CHANGE_TYPE_COLUMN), *columns)
+        kind = f"CASE WHEN {_MATCHED} IS NOT NULL THEN '{matched}' ELSE '{unmatched}' END"
+        return sql.select(joined, [*map(sql.ident, keys),
+                                   f"{kind} AS {sql.ident(CHANGE_TYPE_COLUMN)}", *columns])
 
     return side(ins, dels, "update_postimage", "insert").unionByName(
         side(dels, ins, "update_preimage", "delete"))
@@ -176,6 +179,7 @@ def _shape(df: DataFrame, sources: ChangeSources) -> DataFrame:
             f"table {sources.base.schema.schema_name}.{sources.base.table.table_name} has a "
             f"column named {sorted(clash)[0]}, which the change feed uses for itself; rename "
             "the column to read its changes")
-    return df.select(F.col(SNAPSHOT_ID).alias(SNAPSHOT_COLUMN), F.col(ROW_ID).alias(ROWID_COLUMN),
-                     *[F.col(f"`{c.column_name}`") for c in sources.base.columns])
+    return sql.select(df, [f"{sql.ident(SNAPSHOT_ID)} AS {sql.ident(SNAPSHOT_COLUMN)}",
+                           f"{sql.ident(ROW_ID)} AS {sql.ident(ROWID_COLUMN)}",
+                           *[sql.ident(c.column_name) for c in sources.base.columns]])
 

@@ -47,6 +47,7 @@ from ..lake.errors import UnsupportedTypeError
 from ..lake.inlining.codec import parquet_decoder
 from ..lake.models import ColumnInfo
 from ..lake.types import INTEGER_TYPES
+from . import expressions as sql
 from .types import FIELD_ID_KEY, convert, map_leaves, spark_type
 
 # The Parquet physical type Spark writes for each such DuckLake type (uuid: see the module
@@ -119,22 +120,22 @@ def _reinterpreted(column: ColumnInfo) -> bool:
                for node in column.walk())
 
 
-def written(expr: Column, column: ColumnInfo) -> Column:
-    """The physical value to write from a carrier: unsigned integers become the signed
-    integer of the same bits (what DuckDB's INT32/INT64 pages hold); the rest is as read."""
+def written(expr: str, column: ColumnInfo) -> str:
+    """SQL text of the physical value to write from a carrier: unsigned integers become the
+    signed integer of the same bits (what DuckDB's INT32/INT64 pages hold); the rest is as
+    read."""
     return map_leaves(expr, column, _bits, _reinterpreted)
 
 
-def _bits(expr: Column, name: str) -> Column:
+def _bits(expr: str, name: str) -> str:
     """An unsigned integer of lake type ``name`` as the signed integer of the same bits."""
     if name in ("uint8", "uint16"):
-        return expr.cast(IntegerType())
+        return sql.cast(expr, "INT")
     if name == "uint32":
-        return F.when(expr >= F.lit(2**31), expr - F.lit(2**32)).otherwise(expr) \
-            .cast(IntegerType())
+        return f"CAST(CASE WHEN {expr} >= {2**31} THEN {expr} - {2**32} ELSE {expr} END AS INT)"
     # uint64, carried as decimal(20,0)
-    return F.when(expr >= F.lit(Decimal(2**63)), expr - F.lit(Decimal(2**64))) \
-        .otherwise(expr).cast(LongType())
+    return f"CAST(CASE WHEN {expr} >= {2**63}BD THEN {expr} - {2**64}BD ELSE {expr} END " \
+        "AS BIGINT)"
 
 
 def sort_key(expr: Column, column: ColumnInfo) -> Column:
@@ -222,30 +223,30 @@ def carrier_value(value: Any, column: ColumnInfo) -> Any:
     return value
 
 
-def carrier_literal(text: str | None, column: ColumnInfo) -> Column:
-    """A constant (a column default, a value from a hive path) of a scalar column of a
-    :data:`WRITTEN_AS` type, as its carrier."""
+def carrier_literal(text: str | None, column: ColumnInfo) -> str:
+    """SQL text of a constant (a column default, a value from a hive path) of a scalar column
+    of a :data:`WRITTEN_AS` type, as its carrier."""
     target = spark_type(column, physical=True)
     if text is None:
-        return F.lit(None).cast(target)
+        return sql.cast("NULL", target)
     value = carrier_value(parquet_decoder(column, "sqlite")(text), column)
-    return F.lit(value).cast(target)
+    return sql.cast(sql.literal(value), target)
 
 
-def promote(expr: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
-    """A carrier written as scalar column ``old``, as the carrier of its promoted type
-    ``new``: the value DuckDB reads (and its compaction would write) for the old file."""
+def promote(expr: str, old: ColumnInfo, new: ColumnInfo) -> str:
+    """SQL text of a carrier written as scalar column ``old``, as the carrier of its promoted
+    type ``new``: the value DuckDB reads (and its compaction would write) for the old file."""
     target = spark_type(new, physical=True)
     if old.type.name in ("int128", "uint128"):  # only ever promoted to a float
-        return expr.cast(target)
+        return sql.cast(expr, target)
     value = convert(expr, old)
     if new.type.name not in ("int128", "uint128"):
-        return value.cast(target)
+        return sql.cast(value, target)
     if old.type.name in INTEGER_TYPES:  # negative: DuckDB's cast rounds -(-v - 1) - 1
-        long = value.cast(LongType())
-        return F.when(long < 0, -((-(long + F.lit(1))).cast(DoubleType())) - F.lit(1.0)) \
-            .otherwise(long.cast(DoubleType()))
-    return value.cast(DoubleType())  # below 2**64: DuckDB's cast is exact rounding
+        long = sql.cast(value, "BIGINT")
+        return f"CASE WHEN {long} < 0 THEN -(CAST(-({long} + 1) AS DOUBLE)) - 1.0D " \
+            f"ELSE CAST({long} AS DOUBLE) END"
+    return sql.cast(value, "DOUBLE")  # below 2**64: DuckDB's cast is exact rounding
 
 
 __all__ = [

@@ -48,6 +48,7 @@ from ..lake.models import (
     split_changes,
 )
 from ..lake.pruning import SKIPPING_TYPES
+from . import expressions as sql
 from . import physical as physical_types
 from . import skipping
 from .types import FIELD_ID_KEY, convert, needs_conversion, spark_type
@@ -394,25 +395,27 @@ def _same(a: ColumnInfo, b: ColumnInfo) -> bool:
                for x, y in zip(a.children, b.children))
 
 
-def _default(column: ColumnInfo, carrier: bool = False) -> Column:
+def _default(column: ColumnInfo, carrier: bool = False) -> str:
+    """SQL text of the value a file written before ``column`` was added holds for it."""
     value = column.initial_default
     if carrier and column.type.name in physical_types.WRITTEN_AS:
         return physical_types.carrier_literal(value, column)
     target = spark_type(column)
     if value is None or column.type.nested:
-        return F.lit(None).cast(target)
-    return F.lit(value).cast(target)
+        return sql.cast("NULL", target)
+    return sql.cast(sql.string(value), target)
 
 
-def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = True,
-            carrier: bool = False) -> Column:
-    """A value written under column tree ``old`` as column ``new`` now: nested fields are
-    matched by column id (renamed ones follow, dropped ones go, added ones get their default)
-    and leaves are widened. ``physical`` values were read from Parquet with
+def reshape(expr: str, old: ColumnInfo, new: ColumnInfo, physical: bool = True,
+            carrier: bool = False, depth: int = 0) -> str:
+    """SQL text of a value written under column tree ``old`` as column ``new`` now: nested
+    fields are matched by column id (renamed ones follow, dropped ones go, added ones get
+    their default) and leaves are widened. ``physical`` values were read from Parquet with
     ``spark_type(physical=True)``; inlined rows are already logical (``physical=False``).
-    With ``carrier`` (compaction) physical values stay physical (:mod:`.physical`)."""
-    def leaf(e: Column, column: ColumnInfo) -> Column:
-        return convert(e, column) if physical and not carrier else e
+    With ``carrier`` (compaction) physical values stay physical (:mod:`.physical`).
+    ``depth`` keeps nested lambda variables apart."""
+    def leaf(e: str, column: ColumnInfo) -> str:
+        return convert(e, column, depth) if physical and not carrier else e
 
     if _same(old, new):
         return leaf(expr, old)
@@ -422,23 +425,25 @@ def reshape(expr: Column, old: ColumnInfo, new: ColumnInfo, physical: bool = Tru
         for child in new.children:
             if child.column_id in by_id:
                 src = by_id[child.column_id]
-                fields.append(reshape(expr.getField(src.column_name), src, child, physical,
-                                      carrier).alias(child.column_name))
+                value = reshape(sql.field(expr, src.column_name), src, child, physical,
+                                carrier, depth)
             else:
-                fields.append(_default(child, carrier).alias(child.column_name))
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+                value = _default(child, carrier)
+            fields.append(f"{value} AS {sql.ident(child.column_name)}")
+        return sql.null_or(expr, f"struct({', '.join(fields)})")
     if new.type.name == "list" and old.type.name == "list":
-        return F.transform(expr, lambda x: reshape(x, old.children[0], new.children[0],
-                                                   physical, carrier))
+        x = f"__x{depth}"
+        inner = reshape(x, old.children[0], new.children[0], physical, carrier, depth + 1)
+        return f"transform({expr}, {x} -> {inner})"
     if new.type.name == "map" and old.type.name == "map":
-        out = F.transform_values(expr, lambda _k, v: reshape(v, old.children[1],
-                                                             new.children[1], physical,
-                                                             carrier))
-        return F.transform_keys(out, lambda k, _v: reshape(k, old.children[0], new.children[0],
-                                                           physical, carrier))
+        k, v = f"__k{depth}", f"__v{depth}"
+        values = reshape(v, old.children[1], new.children[1], physical, carrier, depth + 1)
+        keys = reshape(k, old.children[0], new.children[0], physical, carrier, depth + 1)
+        return f"transform_keys(transform_values({expr}, ({k}, {v}) -> {values}), " \
+            f"({k}, {v}) -> {keys})"
     if carrier:
         return physical_types.promote(expr, old, new)
-    return leaf(expr, old).cast(spark_type(new))
+    return sql.cast(leaf(expr, old), spark_type(new))
 
 
 def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
@@ -500,7 +505,7 @@ def scan(
         groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
     deleted = _deleted_positions(state)
     columns_only = not metadata and not embedded_snapshot
-    wanted = [F.col("`" + c.column_name.replace("`", "``") + "`") for c in state.columns]
+    wanted = [sql.ident(c.column_name) for c in state.columns]
     for (_, _, constants), (file_columns, by_name, files) in groups.items():
         # files with deleted rows or rows from later snapshots need their catalog facts
         plain = [f for f in files if columns_only and (probe or (
@@ -519,9 +524,9 @@ def scan(
                 part = _without_deleted(spark, part, {
                     f.data_file_id: deleted[f.data_file_id] for f in joined
                     if f.data_file_id in deleted})
-            parts.append(part.select(*wanted) if columns_only else part)
+            parts.append(sql.select(part, wanted) if columns_only else part)
     if not probe:  # inlined rows are never skipped: a probe need not plan them
-        parts.extend(part.select(*wanted) if columns_only else part
+        parts.extend(sql.select(part, wanted) if columns_only else part
                      for part in _inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
@@ -612,20 +617,16 @@ def _scan_group(
         check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
-        return df.select(*_shaped(state, file_columns, constants, carrier))
-    df = df.select("*", F.col("_metadata.file_path").alias("__path"),
-                   F.col("_metadata.row_index").alias(POSITION))
+        return sql.select(df, _shaped(state, file_columns, constants, carrier))
     if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
-        facts = F.create_map(*[
-            item for p, f in zip(paths, files) for item in (
-                F.lit(spark_path(p)),
-                F.struct(F.lit(f.data_file_id).cast("long").alias("fid"),
-                         F.lit(f.row_id_start).cast("long").alias("start"),
-                         F.lit(f.begin_snapshot).cast("long").alias("begin")))])
-        entry = facts[F.col("__path")]
-        df = df.select("*", entry.getField("fid").alias("__fid"),
-                       entry.getField("start").alias("__row_id_start"),
-                       entry.getField("begin").alias("__begin")).where(F.col("__fid").isNotNull())
+        facts = ", ".join(
+            f"{sql.string(spark_path(p))}, struct(CAST({f.data_file_id} AS BIGINT) AS __fid, "
+            f"CAST({sql.literal(f.row_id_start)} AS BIGINT) AS __row_id_start, "
+            f"CAST({f.begin_snapshot} AS BIGINT) AS __begin)"
+            for p, f in zip(paths, files))
+        df = df.selectExpr("*", f"map({facts})[_metadata.file_path] AS __facts",
+                           f"_metadata.row_index AS {sql.ident(POSITION)}")
+        found, fact = "__facts IS NOT NULL AND ", "__facts."
     else:
         catalog = local_frame(
             spark,
@@ -635,39 +636,44 @@ def _scan_group(
                         StructField("__row_id_start", LongType()),
                         StructField("__begin", LongType())]),
         )
-        df = df.join(F.broadcast(catalog), on="__path", how="inner")
-    out = _shaped(state, file_columns, constants, carrier)
-    embedded_snapshot = F.col(SNAPSHOT_ID_COLUMN)
-    df = df.where(embedded_snapshot.isNull() | (embedded_snapshot <= F.lit(state.snapshot_id)))
-    return df.select(
-        *out,
-        F.col("__fid").alias(FILE_ID),
-        F.col(POSITION).cast("long").alias(POSITION),
-        F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col(POSITION))
-        .alias(ROW_ID),
-        F.coalesce(embedded_snapshot, F.col("__begin")).alias(SNAPSHOT_ID),
-        embedded_snapshot.alias(EMBEDDED_SNAPSHOT_ID),
-    )
+        df = df.selectExpr("*", "_metadata.file_path AS __path",
+                           f"_metadata.row_index AS {sql.ident(POSITION)}") \
+            .join(F.broadcast(catalog), on="__path", how="inner")
+        found, fact = "", ""
+    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
+    position = sql.ident(POSITION)
+    df = df.where(f"{found}({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
+    return sql.select(df, [
+        *_shaped(state, file_columns, constants, carrier),
+        f"{fact}__fid AS {sql.ident(FILE_ID)}",
+        f"CAST({position} AS BIGINT) AS {position}",
+        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
+        f"{sql.ident(ROW_ID)}",
+        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
+        f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
+    ])
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],
-            constants: dict[int, str | None] | None, carrier: bool = False) -> list[Column]:
-    """The table's columns at the snapshot, from columns read as ``file_columns``."""
+            constants: dict[int, str | None] | None, carrier: bool = False) -> list[str]:
+    """SQL text of the table's columns at the snapshot, from columns read as
+    ``file_columns``."""
     by_id = {c.column_id: c for c in file_columns}
     out = []
     for column in state.columns:
         old = by_id.get(column.column_id)
         if constants and column.column_id in constants:  # the value is in the hive path
             value = constants[column.column_id]
-            constant = physical_types.carrier_literal(value, column) if carrier and \
-                column.type.name in physical_types.WRITTEN_AS else \
-                F.lit(value).cast(spark_type(column))
-            out.append(constant.alias(column.column_name))
+            if carrier and column.type.name in physical_types.WRITTEN_AS:
+                expr = physical_types.carrier_literal(value, column)
+            else:
+                expr = sql.cast("NULL" if value is None else sql.string(value),
+                                spark_type(column))
         elif old is None:
-            out.append(_default(column, carrier).alias(column.column_name))
+            expr = _default(column, carrier)
         else:
-            out.append(reshape(F.col(f"`{old.column_name}`"), old, column, carrier=carrier)
-                       .alias(column.column_name))
+            expr = reshape(sql.ident(old.column_name), old, column, carrier=carrier)
+        out.append(f"{expr} AS {sql.ident(column.column_name)}")
     return out
 
 
@@ -760,7 +766,7 @@ def _without_deleted(spark: SparkSession, part: DataFrame,
             f"({FILE_ID} = {int(fid)} AND {POSITION} IN "
             f"({', '.join(str(int(p)) for p in sorted(set(positions)))}))"
             for fid, positions in deleted.items())
-        return part.where(~F.expr(gone))
+        return part.where(f"NOT ({gone})")
     pairs = local_frame(
         spark, [(fid, pos) for fid, positions in deleted.items() for pos in positions],
         StructType([StructField(FILE_ID, LongType(), False),
@@ -790,15 +796,14 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
         out = []
         for column in state.columns:
             old = by_id.get(column.column_id)
-            if old is None:
-                out.append(_default(column).alias(column.column_name))
-            else:  # a nested type reshaped by field id, as for Parquet files
-                out.append(reshape(F.col(f"`{old.column_name}`"), old, column, physical=False)
-                           .alias(column.column_name))
-        frames.append(df.select(
-            *out, F.lit(None).cast("long").alias(FILE_ID), F.lit(None).cast("long")
-            .alias(POSITION), F.col(ROW_ID), F.col(SNAPSHOT_ID),
-            F.lit(None).cast("long").alias(EMBEDDED_SNAPSHOT_ID)))
+            # a nested type is reshaped by field id, as for Parquet files
+            expr = _default(column) if old is None else \
+                reshape(sql.ident(old.column_name), old, column, physical=False)
+            out.append(f"{expr} AS {sql.ident(column.column_name)}")
+        frames.append(sql.select(df, [
+            *out, f"CAST(NULL AS BIGINT) AS {sql.ident(FILE_ID)}",
+            f"CAST(NULL AS BIGINT) AS {sql.ident(POSITION)}", sql.ident(ROW_ID),
+            sql.ident(SNAPSHOT_ID), f"CAST(NULL AS BIGINT) AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}"]))
     return frames
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -38,6 +36,7 @@ from pyspark.sql.types import (
 
 from ..lake.errors import UnsupportedTypeError
 from ..lake.models import ColumnInfo, ColumnSpec
+from . import expressions as sql
 
 FIELD_ID_KEY = "parquet.field.id"
 """StructField metadata key Spark reads and writes as the Parquet field id."""
@@ -157,36 +156,39 @@ def needs_conversion(column: ColumnInfo) -> bool:
     return any(node.type.name in _PHYSICAL for node in column.walk())
 
 
-def convert(expr: Column, column: ColumnInfo) -> Column:
-    """Turn a value read with :func:`spark_type` ``physical=True`` into its logical form."""
-    return map_leaves(expr, column, _logical, needs_conversion)
+def convert(expr: str, column: ColumnInfo, depth: int = 0) -> str:
+    """SQL text turning a value read with :func:`spark_type` ``physical=True`` into its
+    logical form."""
+    return map_leaves(expr, column, _logical, needs_conversion, depth)
 
 
-def _logical(expr: Column, name: str) -> Column:
-    """A scalar value of lake type ``name``, read as its physical type, in its logical form."""
+def _logical(expr: str, name: str) -> str:
+    """SQL text of a scalar value of lake type ``name``, read as its physical type, in its
+    logical form."""
     if name in ("int128", "uint128"):
-        return expr.cast(DecimalType(38, 0))
+        return sql.cast(expr, "DECIMAL(38, 0)")
     if name in ("time", "timetz"):
         text = _time_text(expr)
-        return F.concat(text, F.lit("+00")) if name == "timetz" else text
+        return f"concat({text}, '+00')" if name == "timetz" else text
     if name == "timestamp_ns":
         # exact integer floor division (a double division loses digits beyond 2**53)
-        micros = F.floor(expr.cast(DecimalType(20, 0)) / F.lit(1000)).cast(LongType())
-        epoch = F.lit("1970-01-01 00:00:00").cast(TimestampNTZType())
-        return F.timestamp_add("MICROSECOND", micros, epoch)
+        micros = f"CAST(floor(CAST({expr} AS DECIMAL(20, 0)) / 1000) AS BIGINT)"
+        return f"timestampadd(MICROSECOND, {micros}, " \
+            "CAST('1970-01-01 00:00:00' AS TIMESTAMP_NTZ))"
     if name == "uuid":
-        h = F.lower(F.hex(expr))
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.concat_ws(
-            "-", F.substring(h, 1, 8), F.substring(h, 9, 4), F.substring(h, 13, 4),
-            F.substring(h, 17, 4), F.substring(h, 21, 12)))
+        h = f"lower(hex({expr}))"
+        return sql.null_or(expr, f"concat_ws('-', substring({h}, 1, 8), substring({h}, 9, 4), "
+                                 f"substring({h}, 13, 4), substring({h}, 17, 4), "
+                                 f"substring({h}, 21, 12))")
     return expr
 
 
-def map_leaves(expr: Column, column: ColumnInfo, leaf: Callable[[Column, str], Column],
-               changes: Callable[[ColumnInfo], bool]) -> Column:
-    """``expr`` with ``leaf(value, lake type name)`` applied to each scalar value in it, through
-    structs (a NULL struct stays NULL), lists and maps; a column (or a map's keys) for which
-    ``changes`` is false is left as it is.
+def map_leaves(expr: str, column: ColumnInfo, leaf: Callable[[str, str], str],
+               changes: Callable[[ColumnInfo], bool], depth: int = 0) -> str:
+    """SQL text of ``expr`` with ``leaf(value, lake type name)`` applied to each scalar value
+    in it, through structs (a NULL struct stays NULL), lists and maps; a column (or a map's
+    keys) for which ``changes`` is false is left as it is. ``depth`` keeps the lambda
+    variables of nested lists and maps apart.
 
     The one walk over a nested value that reading (:func:`convert`) and writing
     (:func:`.physical.written`) both take, each with its own ``leaf``."""
@@ -194,33 +196,36 @@ def map_leaves(expr: Column, column: ColumnInfo, leaf: Callable[[Column, str], C
         return expr
     name = column.type.name
     if name == "struct":
-        fields = [map_leaves(expr.getField(c.column_name), c, leaf, changes).alias(c.column_name)
-                  for c in column.children]
-        return F.when(expr.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+        fields = ", ".join(
+            f"{map_leaves(sql.field(expr, c.column_name), c, leaf, changes, depth)} AS "
+            f"{sql.ident(c.column_name)}" for c in column.children)
+        return sql.null_or(expr, f"struct({fields})")
     if name == "list":
         (element,) = column.children
-        return F.transform(expr, lambda x: map_leaves(x, element, leaf, changes))
+        x = f"__x{depth}"
+        return f"transform({expr}, {x} -> {map_leaves(x, element, leaf, changes, depth + 1)})"
     if name == "map":
         key, value = column.children
-        out = F.transform_values(expr, lambda _k, v: map_leaves(v, value, leaf, changes))
+        k, v = f"__k{depth}", f"__v{depth}"
+        out = f"transform_values({expr}, ({k}, {v}) -> " \
+            f"{map_leaves(v, value, leaf, changes, depth + 1)})"
         if changes(key):
-            out = F.transform_keys(out, lambda k, _v: map_leaves(k, key, leaf, changes))
+            out = f"transform_keys({out}, ({k}, {v}) -> " \
+                f"{map_leaves(k, key, leaf, changes, depth + 1)})"
         return out
     return leaf(expr, name)
 
 
-def _time_text(micros: Column) -> Column:
+def _time_text(micros: str) -> str:
     """``HH:MM:SS[.ffffff]`` (trailing zeros trimmed) from microseconds since midnight."""
-    total_seconds = F.floor(micros / F.lit(1_000_000))
-    frac = micros - total_seconds * F.lit(1_000_000)
-    hms = F.concat(
-        F.lpad(F.floor(total_seconds / 3600).cast("string"), 2, "0"), F.lit(":"),
-        F.lpad(F.floor((total_seconds % 3600) / 60).cast("string"), 2, "0"), F.lit(":"),
-        F.lpad((total_seconds % 60).cast("string"), 2, "0"),
-    )
-    fraction = F.regexp_replace(F.lpad(frac.cast("string"), 6, "0"), "0+$", "")
-    return F.when(micros.isNull(), F.lit(None)).when(frac == 0, hms).otherwise(
-        F.concat(hms, F.lit("."), fraction))
+    seconds = f"floor(({micros}) / 1000000)"
+    frac = f"(({micros}) - {seconds} * 1000000)"
+    hms = (f"concat(lpad(CAST(floor({seconds} / 3600) AS STRING), 2, '0'), ':', "
+           f"lpad(CAST(floor(({seconds} % 3600) / 60) AS STRING), 2, '0'), ':', "
+           f"lpad(CAST({seconds} % 60 AS STRING), 2, '0'))")
+    fraction = f"regexp_replace(lpad(CAST({frac} AS STRING), 6, '0'), '0+$', '')"
+    return f"CASE WHEN ({micros}) IS NULL THEN NULL WHEN {frac} = 0 THEN {hms} " \
+        f"ELSE concat({hms}, '.', {fraction}) END"
 
 
 # ---------------------------------------------------------------------------------- writing

@@ -37,6 +37,7 @@ from ..lake.models import ColumnInfo, NameMappingSpec, NewDataFile
 from ..lake.parquet_footer import BoundsOf, retype_bytes, retype_file, set_field_ids
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
+from . import expressions as sql
 from . import physical
 from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
@@ -103,7 +104,7 @@ def conform_carrier(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool 
     for column in columns:
         if column.column_name not in fields:
             raise SchemaMismatchError(f"column {column.column_name!r} is missing")
-        value = physical.written(F.col(f"`{column.column_name}`"), column)
+        value = F.expr(physical.written(sql.ident(column.column_name), column))
         out.append(value.cast(physical.write_type(column))
                    .alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
     return df.select(*out, *_hidden_columns(row_ids, snapshot_ids))

@@ -1,0 +1,115 @@
+"""Spark SQL text for the expressions a read builds, and projections of many of them in a
+constant number of py4j calls.
+
+A read of a table shapes every column of every group of files (types promoted, nested fields
+matched by id, defaults for added columns, DuckDB's Parquet encodings decoded). Built with
+PySpark's ``Column`` API, each ``F.col``, ``cast``, ``alias`` or ``getField`` is a py4j round
+trip and each list of columns one more per element: a change feed over a few schema versions
+made thousands of calls (about 0.1 ms each, plus the JVM's work per call) before Spark ran
+anything. As SQL text the whole projection crosses to the JVM as one string
+(:func:`select`) and is parsed there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructType
+
+# Joins the expressions of a projection into the one string sent to the JVM; an expression
+# that holds it (it cannot come from a catalog name or value in practice) falls back to
+# PySpark's per-element conversion.
+_SEPARATOR = "\x00"
+_JAVA: dict[int, tuple[Any, Any]] = {}
+
+
+def ident(name: str) -> str:
+    """A column or field name as a quoted identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def string(text: str) -> str:
+    """A string literal that means the same whatever ``spark.sql.parser.escapedStringLiterals``
+    says: text with a quote, a backslash or a control character is spelled as UTF-8 bytes."""
+    if "'" in text or "\\" in text or any(ord(ch) < 32 for ch in text):
+        return f"CAST(X'{text.encode().hex()}' AS STRING)"
+    return f"'{text}'"
+
+
+def literal(value: Any) -> str:
+    """A Python value as SQL text, to be cast to its column's type by the caller."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "'NaN'"
+        if math.isinf(value):
+            return "'Infinity'" if value > 0 else "'-Infinity'"
+        return f"'{value!r}'"  # a string cast to DOUBLE parses the shortest repr exactly
+    if isinstance(value, Decimal):
+        return f"'{value}'"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"X'{bytes(value).hex()}'"
+    return string(str(value))
+
+
+def type_sql(data_type: DataType) -> str:
+    """A Spark type as DDL text (struct field names quoted, unlike ``simpleString``)."""
+    if isinstance(data_type, StructType):
+        fields = ", ".join(f"{ident(f.name)}: {type_sql(f.dataType)}" for f in data_type.fields)
+        return f"STRUCT<{fields}>"
+    if isinstance(data_type, ArrayType):
+        return f"ARRAY<{type_sql(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"MAP<{type_sql(data_type.keyType)}, {type_sql(data_type.valueType)}>"
+    if isinstance(data_type, DecimalType):
+        return f"DECIMAL({data_type.precision}, {data_type.scale})"
+    return data_type.simpleString()
+
+
+def cast(expr: str, data_type: DataType | str) -> str:
+    target = data_type if isinstance(data_type, str) else type_sql(data_type)
+    return f"CAST({expr} AS {target})"
+
+
+def field(expr: str, name: str) -> str:
+    """A struct field of ``expr``."""
+    return f"({expr}).{ident(name)}"
+
+
+def null_or(expr: str, value: str) -> str:
+    """``value``, or NULL where ``expr`` (a struct being rebuilt) is NULL."""
+    return f"CASE WHEN ({expr}) IS NULL THEN NULL ELSE {value} END"
+
+
+def java_seq(spark: SparkSession, items: Sequence[str]) -> Any:
+    """A Scala ``Seq[String]`` of ``items`` in about three py4j calls (py4j converts a
+    Python list one element per round trip). ``None`` if an item holds the separator."""
+    if any(_SEPARATOR in item for item in items):
+        return None
+    context = spark.sparkContext
+    jvm = context._jvm  # noqa: SLF001 - no public API takes a Java array
+    assert jvm is not None  # set while the SparkContext is alive
+    classes = _JAVA.get(id(context))
+    if classes is None or classes[0] is not jvm:
+        splitter = jvm.java.util.regex.Pattern.compile(_SEPARATOR)
+        classes = _JAVA[id(context)] = (jvm, (splitter, jvm.scala.collection.immutable.ArraySeq))
+    splitter, array_seq = classes[1]
+    return array_seq.unsafeWrapArray(splitter.split(_SEPARATOR.join(items), -1))
+
+
+def select(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
+    """``df.selectExpr(*exprs)``, with the expressions sent to the JVM as one string."""
+    seq = java_seq(df.sparkSession, exprs) if len(exprs) > 2 else None
+    if seq is None:
+        return df.selectExpr(*exprs)
+    return DataFrame(df._jdf.selectExpr(seq), df.sparkSession)  # noqa: SLF001
+
