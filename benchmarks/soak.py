@@ -18,7 +18,7 @@ import resource
 import sys
 import time
 
-from dbt.adapters.ducklake.lake import Lake, TableRef, Transaction, data_files
+from dbt.adapters.ducklake.lake import Catalog, TableRef, Transaction, data_files
 from dbt.adapters.ducklake.lake.models import ColumnSpec
 from dbt.adapters.ducklake.lake.tables import create_table
 
@@ -31,7 +31,7 @@ def rss_mb() -> float:
 
 def writer(catalog: str, metadata_schema: str | None, table_id: int, worker: int, count: int,
            out: multiprocessing.Queue) -> None:
-    lake = Lake.open(catalog, metadata_schema=metadata_schema)
+    lake = Catalog.open(catalog, metadata_schema=metadata_schema)
     samples = []
     for i in range(count):
         tx = Transaction(lake)
@@ -45,7 +45,7 @@ def writer(catalog: str, metadata_schema: str | None, table_id: int, worker: int
 
 def soak(catalog: str, data_path: str, commits: int, writers: int,
          metadata_schema: str | None = None) -> dict[str, object]:
-    lake = Lake.open(catalog, data_path, metadata_schema=metadata_schema)
+    lake = Catalog.open(catalog, data_path, metadata_schema=metadata_schema)
     tx = Transaction(lake)
     create_table(tx, "main", "soak", [ColumnSpec("writer", "int32"), ColumnSpec("seq", "int64")])
     tx.commit()

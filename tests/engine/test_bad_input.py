@@ -99,10 +99,10 @@ def test_metadata_schema_name_is_quoted(spark, lake_target):  # noqa: ANN001
     import psycopg
     from conftest import PG_DB, PG_HOST, PG_PORT, PG_USER
 
-    from dbt.adapters.ducklake.lake import Lake
+    from dbt.adapters.ducklake.lake import Catalog
 
     odd = lake_target.metadata_schema + '"; DROP SCHEMA public; --'
-    lake = Lake.open(lake_target.catalog, lake_target.data_path, metadata_schema=odd)
+    lake = Catalog.open(lake_target.catalog, lake_target.data_path, metadata_schema=odd)
     try:
         assert lake.latest_snapshot().snapshot_id == 0
     finally:

@@ -93,8 +93,8 @@ def catalog(lake, sql: str):  # noqa: ANN001, ANN201
 
     from sqlalchemy import text
 
-    sql = re.sub(r"\{(\w+)\}", lambda m: lake.lake.t(m.group(1)), sql)
-    with lake.lake.read() as conn:
+    sql = re.sub(r"\{(\w+)\}", lambda m: lake.catalog.t(m.group(1)), sql)
+    with lake.catalog.read() as conn:
         return conn.execute(text(sql)).scalar()
 
 

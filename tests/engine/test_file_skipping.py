@@ -79,7 +79,7 @@ def corrupt_all_but(lake, table: str, keep: int) -> None:  # noqa: ANN001
 
 def live_paths(lake, table: str) -> dict[int, str]:  # noqa: ANN001
     """Data file id -> local path of the live files of ``main.<table>``."""
-    state = load_state(lake.lake, "main", table)
+    state = load_state(lake.catalog, "main", table)
     return {f.data_file_id: state.path_of(f).removeprefix("file://").removeprefix("file:")
             for f in state.data_files}
 

@@ -27,7 +27,7 @@ def test_limit_scoping(spark, lake, lake_target):  # noqa: ANN001
     lake.create_schema("s")
     t = lake.create_table("s.t", SCHEMA)
     u = lake.create_table("main.u", SCHEMA)
-    catalog = lake.lake
+    catalog = lake.catalog
     t_id, s_id = t.info().table_id, catalog.schema("s").schema_id
 
     t.append(rows(spark, 10))  # default limit 10: inlined

@@ -37,8 +37,8 @@ def catalog_rows(lake, sql: str) -> list:  # noqa: ANN001
     """Rows of a query over the catalog tables (``{m}.`` = the metadata schema)."""
     from sqlalchemy import text
 
-    with lake.lake.read() as conn:
-        return [tuple(r) for r in conn.execute(text(sql.replace("{m}.", lake.lake.prefix)))]
+    with lake.catalog.read() as conn:
+        return [tuple(r) for r in conn.execute(text(sql.replace("{m}.", lake.catalog.prefix)))]
 
 
 def reattach(duck, lake_target) -> None:  # noqa: ANN001
@@ -51,10 +51,10 @@ def reattach(duck, lake_target) -> None:  # noqa: ANN001
 
 def catalog_table_exists(lake, name: str) -> bool:  # noqa: ANN001
     """Whether the catalog database has table ``name`` in the lake's metadata schema."""
-    if lake.lake.dialect != "postgresql":
+    if lake.catalog.dialect != "postgresql":
         return bool(catalog_rows(
             lake, f"SELECT count(*) FROM sqlite_master WHERE name = '{name}'")[0][0])
-    schema = f"'{lake.lake.metadata_schema}'" if lake.lake.metadata_schema else \
+    schema = f"'{lake.catalog.metadata_schema}'" if lake.catalog.metadata_schema else \
         "current_schema()"
     return bool(catalog_rows(
         lake, "SELECT count(*) FROM information_schema.tables WHERE table_name = "
@@ -329,11 +329,11 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     # a writer's commit in flight: its files are published under the table but not committed
     t = lake.table("t")
     state = t.state(contents=False)
-    pending = Transaction(lake.lake, lake.lake.snapshot(version=state.snapshot_id))
-    stage_insert(spark, lake.lake, pending, TableRef(state.table.table_id),
+    pending = Transaction(lake.catalog, lake.catalog.snapshot(version=state.snapshot_id))
+    stage_insert(spark, lake.catalog, pending, TableRef(state.table.table_id),
                  spark.sql("SELECT id, id AS v, 'p' AS tag, 'p' AS extra FROM range(700, 720)"),
                  state.table_dir, state.columns, state.schema.schema_id, state.table.table_id,
-                 inline_ok=can_inline(state.columns, lake.lake.dialect))
+                 inline_ok=can_inline(state.columns, lake.catalog.dialect))
     pending_files = list(pending.files_written)
     assert pending_files and all(os.path.exists(p) for p in pending_files)
     # an old orphan: a Parquet file nobody references, last written three days ago
@@ -342,17 +342,17 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     old = (dt.datetime.now() - dt.timedelta(days=3)).timestamp()
     os.utime(orphan, (old, old))
     # a scheduled row that (wrongly) names a live file must not get it deleted
-    with lake.lake.read() as conn:
-        live = lake.lake.data_files(state.table.table_id, lake.current_snapshot().snapshot_id,
+    with lake.catalog.read() as conn:
+        live = lake.catalog.data_files(state.table.table_id, lake.current_snapshot().snapshot_id,
                                     conn)[0]
-    with lake.lake.write() as conn:
-        conn.execute(text(f"INSERT INTO {lake.lake.t('ducklake_files_scheduled_for_deletion')} "
+    with lake.catalog.write() as conn:
+        conn.execute(text(f"INSERT INTO {lake.catalog.t('ducklake_files_scheduled_for_deletion')} "
                           "VALUES (999999, :p, true, :t)"),
-                     {"p": state.table_dir[len(lake.lake.data_path):] + live.path,
-                      "t": lake.lake.encode_time(dt.datetime(2000, 1, 1,
+                     {"p": state.table_dir[len(lake.catalog.data_path):] + live.path,
+                      "t": lake.catalog.encode_time(dt.datetime(2000, 1, 1,
                                                              tzinfo=dt.timezone.utc))})
 
-    files_on_disk = sorted(p for p, _ in list_files(lake.lake.data_path))
+    files_on_disk = sorted(p for p, _ in list_files(lake.catalog.data_path))
     dry = lake.cleanup_old_files(cleanup_all=True, dry_run=True)
     dry_orphans = lake.delete_orphaned_files(dry_run=True)
     assert dry.paths and dry_orphans.paths == (os.path.normpath(orphan),)
@@ -419,7 +419,7 @@ def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
         lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
               "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
               "USING (schema_id) WHERE t.table_name = 'a' AND f.end_snapshot IS NULL")
-    meta = pq.ParquetFile(os.path.join(lake.lake.data_path, spath, tpath, path)).metadata
+    meta = pq.ParquetFile(os.path.join(lake.catalog.data_path, spath, tpath, path)).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD"
     assert live_files(lake, "b") == b_files > 1
     read_all(duck, lake, "a")
@@ -573,7 +573,7 @@ def assert_duckdb_reads_our_files(duck, lake, table: str, columns: dict[str, str
                                   "c JOIN {m}.ducklake_table t USING (table_id) WHERE "
                                   f"t.table_name = '{table}' AND c.parent_column IS NULL "
                                   "AND c.end_snapshot IS NULL"))
-    table_dir = os.path.join(lake.lake.data_path, "main", table)
+    table_dir = os.path.join(lake.catalog.data_path, "main", table)
     for file_id, path, begin in files:
         expected = {name: {"HUGEINT": "DOUBLE", "UHUGEINT": "DOUBLE"}.get(kind, kind)
                     for name, kind, *_ in duck.execute(

@@ -69,7 +69,7 @@ def partition_values_by_id(lake, duck, table: str) -> dict[int, tuple]:  # noqa:
 
 
 def no_inlining(lake) -> None:  # noqa: ANN001
-    store_option(lake.lake, "data_inlining_row_limit", "0")
+    store_option(lake.catalog, "data_inlining_row_limit", "0")
 
 
 @pytest.fixture

@@ -158,12 +158,12 @@ def test_a_column_given_its_own_type_makes_no_snapshot(engine, lake, duck):  # n
     """dbt alters columns to the type they have (snapshots widen strings every run): nothing
     changes, so no snapshot; a real widening still commits one, which DuckDB reads."""
     engine.execute("CREATE TABLE main.typed AS SELECT CAST(1 AS INT) AS n, 'a' AS s")
-    before = lake.lake.latest_snapshot().snapshot_id
+    before = lake.catalog.latest_snapshot().snapshot_id
     engine.execute("ALTER TABLE main.typed ALTER COLUMN s TYPE STRING")
     engine.execute("ALTER TABLE main.typed ALTER COLUMN n TYPE INT")
-    assert lake.lake.latest_snapshot().snapshot_id == before
+    assert lake.catalog.latest_snapshot().snapshot_id == before
     engine.execute("ALTER TABLE main.typed ALTER COLUMN n TYPE BIGINT")
-    assert lake.lake.latest_snapshot().snapshot_id == before + 1
+    assert lake.catalog.latest_snapshot().snapshot_id == before + 1
     assert duck.execute("SELECT typeof(n), n, s FROM lake.main.typed").fetchall() == \
         [("BIGINT", 1, "a")]
 
@@ -173,16 +173,16 @@ def test_a_table_state_is_kept_until_a_snapshot_changes_its_table(spark, lake, d
     """Reading a table again costs no file queries while later snapshots change only other
     tables; any change to it (from either engine), a rename, a compaction or a new table of
     any name makes the next read load it again, and every read is right."""
-    from dbt.adapters.ducklake.lake.catalog import Lake
+    from dbt.adapters.ducklake.lake.catalog import Catalog
 
     loads: list[int] = []
-    original = Lake.data_files
+    original = Catalog.data_files
 
     def counted(self, table_id, *args, **kwargs):  # noqa: ANN001, ANN202
         loads.append(table_id)
         return original(self, table_id, *args, **kwargs)
 
-    monkeypatch.setattr(Lake, "data_files", counted)
+    monkeypatch.setattr(Catalog, "data_files", counted)
     duck.execute("CREATE TABLE lake.a(i INTEGER)")
     duck.execute("CREATE TABLE lake.other(i INTEGER)")
     duck.execute("INSERT INTO lake.a SELECT range FROM range(5)")

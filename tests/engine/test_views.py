@@ -93,13 +93,13 @@ def test_duckdb_views_read_by_spark_as_duckdb_reads_them(engine, duck):  # noqa:
 
 def test_duckdb_view_names_its_columns_in_the_catalog_as_we_write_them(engine, lake, duck):  # noqa: ANN001
     duckdb_lake(duck)
-    views = {v.view_name: v for v in lake.lake.views("s")}
+    views = {v.view_name: v for v in lake.catalog.views("s")}
     assert views["aliased"].aliases == ["a", "b"]
     assert views["aliased"].column_aliases == format_column_aliases(["a", "b"])
     assert views["aliased"].aliases == parse_column_aliases(views["aliased"].column_aliases)
     # ours, with a column list: stored as DuckDB stores it, read back with those names
     engine.execute("CREATE VIEW s.ours (x, `y z`) AS SELECT id, name FROM s.t")
-    ours = next(v for v in lake.lake.views("s") if v.view_name == "ours")
+    ours = next(v for v in lake.catalog.views("s") if v.view_name == "ours")
     assert ours.column_aliases == '"x","y z"'
     assert engine.execute("SELECT * FROM s.ours").df.columns == ["x", "y z"]
     # a rename keeps them
@@ -109,7 +109,7 @@ def test_duckdb_view_names_its_columns_in_the_catalog_as_we_write_them(engine, l
 
 def test_a_duckdb_view_changed_later_reads_as_it_was(engine, lake, duck):  # noqa: ANN001
     duckdb_lake(duck)
-    before = lake.lake.latest_snapshot().snapshot_id
+    before = lake.catalog.latest_snapshot().snapshot_id
     duck.execute('CREATE OR REPLACE VIEW lake.s.quoted AS SELECT "name" AS "id" FROM t')
     now = sorted(spark_rows(engine.execute("SELECT * FROM s.quoted").df))
     assert now == [("anna",), ("bob",), ("cara",), ("dan",)]
@@ -211,7 +211,7 @@ def spark_tables(engine) -> None:  # noqa: ANN001
 
 
 def stored_views(lake) -> dict:  # noqa: ANN001
-    return {v.view_name: v for v in lake.lake.views("s")}
+    return {v.view_name: v for v in lake.catalog.views("s")}
 
 
 def test_our_views_run_in_duckdb_as_in_spark(engine, lake, duck):  # noqa: ANN001
@@ -245,7 +245,7 @@ def test_our_views_run_in_duckdb_as_in_spark(engine, lake, duck):  # noqa: ANN00
 def test_a_view_duckdb_cannot_run_alike_stays_spark_sql_with_a_warning(engine, lake, caplog):  # noqa: ANN001
     spark_tables(engine)
     for name, (body, construct) in SPARK_ONLY.items():
-        body = body.format(latest=lake.lake.latest_snapshot().snapshot_id)
+        body = body.format(latest=lake.catalog.latest_snapshot().snapshot_id)
         with caplog.at_level(logging.WARNING, logger="dbt.adapters.ducklake"):
             caplog.clear()
             engine.execute(f"CREATE VIEW s.{name} AS {body}")
@@ -259,7 +259,7 @@ def test_a_view_duckdb_cannot_run_alike_stays_spark_sql_with_a_warning(engine, l
 def test_our_view_changed_later_reads_as_it_was_in_both_engines(engine, lake, duck):  # noqa: ANN001
     spark_tables(engine)
     engine.execute("CREATE VIEW s.v AS SELECT id, upper(name) AS n FROM s.t WHERE grp = 1")
-    before = lake.lake.latest_snapshot().snapshot_id
+    before = lake.catalog.latest_snapshot().snapshot_id
     engine.execute("CREATE OR REPLACE VIEW s.v AS SELECT id, lower(name) AS n FROM s.t")
     engine.execute("ALTER VIEW s.v RENAME TO s.w")
     view = stored_views(lake)["w"]

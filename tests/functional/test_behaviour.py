@@ -8,15 +8,15 @@ import os
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
 pytestmark = [pytest.mark.spark]
 
 
-def lake_of(project) -> Lake:  # noqa: ANN001
+def lake_of(project) -> Catalog:  # noqa: ANN001
     target = project.adapter.config.credentials
-    return Lake.open(target.catalog)
+    return Catalog.open(target.catalog)
 
 
 def data_files(project) -> list[str]:  # noqa: ANN001

@@ -9,7 +9,7 @@ import json
 import pytest
 from dbt.tests.util import run_dbt
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 
 pytestmark = [pytest.mark.spark]
 
@@ -57,7 +57,7 @@ class TestChangeDrivenModel:
         run_dbt(["run", "-s", "order_log"])
         assert self._log(project)[7:] == [("insert", 5, "placed")]
 
-        lake = Lake.open(project.adapter.config.credentials.catalog)
+        lake = Catalog.open(project.adapter.config.credentials.catalog)
         last = json.loads(lake.snapshots()[-1].commit_extra_info)
         key = f"{project.test_schema}.orders"
         assert last["ducklake_watermarks"] == {key: lake.snapshots()[-2].snapshot_id}

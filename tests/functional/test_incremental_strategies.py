@@ -11,13 +11,13 @@ import pytest
 from conftest import duckdb_connect
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 
 pytestmark = [pytest.mark.spark]
 
 
-def lake_of(project) -> Lake:  # noqa: ANN001
-    return Lake.open(project.adapter.config.credentials.catalog)
+def lake_of(project) -> Catalog:  # noqa: ANN001
+    return Catalog.open(project.adapter.config.credentials.catalog)
 
 
 def duck_of(project):  # noqa: ANN001, ANN201

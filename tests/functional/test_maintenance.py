@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 from dbt.adapters.ducklake.lake.inlining.rows import read_rows
 
 pytestmark = [pytest.mark.spark]
@@ -18,8 +18,8 @@ BIG = """{{ config(materialized='incremental') }}
 select cast({{ var('run', 0) }} * 1000 + id as bigint) as id from range(50)"""
 
 
-def catalog(project) -> Lake:  # noqa: ANN001
-    return Lake.open(project.adapter.config.credentials.catalog)
+def catalog(project) -> Catalog:  # noqa: ANN001
+    return Catalog.open(project.adapter.config.credentials.catalog)
 
 
 def inlined(project, name: str) -> int:  # noqa: ANN001

@@ -9,7 +9,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 
 pytestmark = [pytest.mark.spark]
 
@@ -24,7 +24,7 @@ def shown(output: str) -> list[str]:
 
 
 def latest(project) -> int:  # noqa: ANN001
-    return Lake.open(project.adapter.config.credentials.catalog).latest_snapshot().snapshot_id
+    return Catalog.open(project.adapter.config.credentials.catalog).latest_snapshot().snapshot_id
 
 
 class TestTimeTravelMacros:
@@ -45,7 +45,7 @@ class TestTimeTravelMacros:
                    "from {{ ducklake_table_changes(ref('orders'), var('v', 0) + 1) }}\n"
                    "group by change_type",
                    project.project_root, "models", "orders_changes.sql")
-        when = Lake.open(project.adapter.config.credentials.catalog).snapshot(version=v1)
+        when = Catalog.open(project.adapter.config.credentials.catalog).snapshot(version=v1)
         ts = when.snapshot_time.isoformat()
         run_dbt(["run", "-s", "orders_then", "orders_at_time", "orders_changes",
                  "--vars", f"{{v: {v1}, ts: '{ts}'}}"])

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WRITER = os.path.join(REPO, "tests", "reliability", "writer.py")
@@ -84,7 +84,7 @@ class LakeState:
     row_counts: tuple[tuple[str, int], ...]
 
 
-def lake_state(lake: Lake) -> LakeState:
+def lake_state(lake: Catalog) -> LakeState:
     tables = ("ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_data_file",
               "ducklake_delete_file", "ducklake_file_column_stats", "ducklake_table_stats",
               "ducklake_table", "ducklake_column", "ducklake_schema_versions")
@@ -107,7 +107,7 @@ def files_on_disk(data_path: str) -> set[str]:
     return out
 
 
-def referenced_files(lake: Lake) -> set[str]:
+def referenced_files(lake: Catalog) -> set[str]:
     """Every data and delete file the catalog refers to, at any snapshot, as absolute paths."""
     out = set()
     with lake.read() as conn:
@@ -125,6 +125,6 @@ def referenced_files(lake: Lake) -> set[str]:
     return out
 
 
-def leftovers(lake: Lake) -> set[str]:
+def leftovers(lake: Catalog) -> set[str]:
     """Files under the data path that no snapshot refers to (what orphan cleanup removes)."""
     return files_on_disk(lake.data_path) - referenced_files(lake)

@@ -17,7 +17,7 @@ import pytest
 from conftest import PG_DB, PG_HOST, PG_PORT, PG_USER
 from reliability.support import files_on_disk, lake_state
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Catalog
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
@@ -94,7 +94,7 @@ def test_reader_and_writer_roles(spark, lake, lake_target, tmp_path):  # noqa: A
                           for role, user in (("reader", reader), ("writer", writer)))
         (project / "profiles.yml").write_text(PROFILE.format(role="reader", outputs=outputs))
 
-        before, files_before = lake_state(lake.lake), files_on_disk(lake_target.data_path)
+        before, files_before = lake_state(lake.catalog), files_on_disk(lake_target.data_path)
         assert dbt(project, "compile").success
         shown = dbt(project, "show", "--inline",
                     "select count(*) as n from {{ source('shop', 'orders') }}")
@@ -108,11 +108,11 @@ def test_reader_and_writer_roles(spark, lake, lake_target, tmp_path):  # noqa: A
         message = refused.result.results[0].message
         assert "permission denied for table ducklake_snapshot" in message, message
         assert "may read the lake but not write" in message and "nothing was committed" in message
-        assert lake_state(lake.lake) == before
+        assert lake_state(lake.catalog) == before
         assert files_on_disk(lake_target.data_path) == files_before  # nothing left behind
 
         assert dbt(project, "run", "--target", "writer").success
-        check = Lake.open(lake_target.catalog, **lake_target.open_kwargs())
+        check = Catalog.open(lake_target.catalog, **lake_target.open_kwargs())
         try:
             assert check.table("shop", "doubled") is not None
         finally:

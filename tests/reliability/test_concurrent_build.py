@@ -171,7 +171,7 @@ class Reader:
         self.stop = threading.Event()
 
     def read(self, sid: int) -> None:
-        for info in self.lake.lake.tables(SCHEMA, at=sid):
+        for info in self.lake.catalog.tables(SCHEMA, at=sid):
             name = info.table_name
             duck = duck_rows(self.duck, f'SELECT * FROM lake.{SCHEMA}."{name}" '
                                         f"AT (VERSION => {sid})")
@@ -294,7 +294,7 @@ def test_dbt_build_with_duckdb_writer_and_time_travel_reader(spark, lake, lake_t
     # the writers really interleaved: DuckDB committed between dbt's commits
     dbt_snaps = [s.snapshot_id for s in snapshots if s.snapshot_id > start and
                  (s.commit_message or "").startswith("dbt")]
-    events_id = lake.lake.table(SCHEMA, "events_log").table_id
+    events_id = lake.catalog.table(SCHEMA, "events_log").table_id
     duck_snaps = [s.snapshot_id for s in snapshots if s.commit_message is None and (
                   f"inserted_into_table:{events_id}" in s.changes or
                   f"inlined_insert:{events_id}" in s.changes)]
@@ -331,4 +331,4 @@ def test_dbt_build_with_duckdb_writer_and_time_travel_reader(spark, lake, lake_t
     reader.duck.close()
 
     # no conflict or retry left a file behind
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()

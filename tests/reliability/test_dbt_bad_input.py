@@ -14,7 +14,7 @@ from conftest import duckdb_connect
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from reliability.support import child_env
 
-from dbt.adapters.ducklake.lake import FormatVersionError, Lake, Transaction
+from dbt.adapters.ducklake.lake import Catalog, FormatVersionError, Transaction
 from dbt.adapters.ducklake.lake.tables import create_schema
 
 pytestmark = [pytest.mark.spark]
@@ -55,7 +55,7 @@ class TestOddNamesThroughDbt:
         run_dbt(["run"])
         run_dbt(["run"])  # the rebuild finds the table again by its odd name
         creds = project.adapter.config.credentials
-        lake = Lake.open(creds.catalog)
+        lake = Catalog.open(creds.catalog)
         table = lake.table(project.test_schema, ALIAS)
         names = [c.column_name for c in lake.columns(table.table_id)]
         assert names == ['we"ird', "with space", "ünï_表", "select", LONG, "payload"]
@@ -92,7 +92,7 @@ seeds:
 """}
 
     def test_clear_error_and_nothing_written(self, project):  # noqa: ANN001
-        lake = Lake.open(catalog_path(project))
+        lake = Catalog.open(catalog_path(project))
         before = len(lake.snapshots())
         results = run_dbt(["seed"], expect_pass=False)
         message = results.results[0].message
@@ -154,7 +154,7 @@ class TestNewerLakeFormatIsRefused:
 def test_a_lake_upgraded_while_open_is_not_written(tmp_path):  # noqa: ANN001
     """A long-lived writer (a dbt server, a notebook) checks the format at every commit."""
     path = tmp_path / "c.sqlite"
-    lake = Lake.open(f"sqlite:///{path}", str(tmp_path / "data"))
+    lake = Catalog.open(f"sqlite:///{path}", str(tmp_path / "data"))
     con = sqlite3.connect(path)
     con.execute("UPDATE ducklake_metadata SET value = '1.1' WHERE key = 'version'")
     con.commit()

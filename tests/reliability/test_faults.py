@@ -59,7 +59,7 @@ def duck_orphans(duck) -> set[str]:  # noqa: ANN001
 
 
 def assert_unchanged(lake, table, duck, before, rows_before) -> None:  # noqa: ANN001
-    assert lake_state(lake.lake) == before
+    assert lake_state(lake.catalog) == before
     assert ids(table) == rows_before
     assert_same(duck, "t", table.read())
     assert duck.execute("SELECT count(*) FROM lake.t").fetchone() == (len(rows_before),)
@@ -86,8 +86,8 @@ PHASES = [
 @pytest.mark.parametrize(("phase", "lake_target"), PHASES, indirect=["lake_target"])
 def test_sigkill_in_each_phase_of_a_write(spark, lake, lake_target, duck, phase, tmp_path):  # noqa: ANN001
     table = seeded(spark, lake)
-    before, rows_before = lake_state(lake.lake), ids(table)
-    files_before = leftovers(lake.lake)
+    before, rows_before = lake_state(lake.catalog), ids(table)
+    files_before = leftovers(lake.catalog)
     assert files_before == set()
     signal = str(tmp_path / "reached")
     if phase == "spark_write":
@@ -100,7 +100,7 @@ def test_sigkill_in_each_phase_of_a_write(spark, lake, lake_target, duck, phase,
     kill_group(proc)
 
     assert_unchanged(lake, table, duck, before, rows_before)
-    left = leftovers(lake.lake)
+    left = leftovers(lake.catalog)
     table_dir = os.path.normpath(os.path.join(lake_target.data_path, "main", "t"))
     assert all(p.startswith(table_dir + os.sep) for p in left), left
     if phase in ("spark_write", "files_staged"):
@@ -115,7 +115,7 @@ def test_sigkill_in_each_phase_of_a_write(spark, lake, lake_target, duck, phase,
     cleaned = lake.delete_orphaned_files(
         older_than=datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1))
     assert {os.path.normpath(p) for p in cleaned.paths} >= {os.path.normpath(p) for p in left}
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()
     assert_unchanged(lake, table, duck, before, rows_before)
     assert_still_writable(spark, table, duck, rows_before)
 
@@ -151,7 +151,7 @@ def drop_after_commit(conn) -> None:  # noqa: ANN001
 def test_connection_dropped_during_commit_lands_exactly_once(spark, lake, lake_target, duck,  # noqa: ANN001
                                                              drop, caplog):
     table = seeded(spark, lake)
-    before, rows_before = lake_state(lake.lake), ids(table)
+    before, rows_before = lake_state(lake.catalog), ids(table)
     fired = []
 
     def once(conn) -> None:  # noqa: ANN001
@@ -168,7 +168,7 @@ def test_connection_dropped_during_commit_lands_exactly_once(spark, lake, lake_t
     assert snapshots[-1].changes_made == snapshot.changes_made
     assert ids(table) == sorted(rows_before + list(range(1000, 1200)))
     assert_same(duck, "t", table.read())
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()
     expected = "snapshot %d landed" if drop is drop_after_commit else "did not land"
     assert any(expected.split(" %d")[0] in r.getMessage() for r in caplog.records)
 
@@ -178,14 +178,14 @@ def test_connection_dropped_during_commit_lands_exactly_once(spark, lake, lake_t
 def test_connection_that_keeps_dropping_fails_clearly_and_lands_nothing(spark, lake,  # noqa: ANN001
                                                                         lake_target, duck):
     table = seeded(spark, lake)
-    before, rows_before = lake_state(lake.lake), ids(table)
+    before, rows_before = lake_state(lake.catalog), ids(table)
     with faults.inject("catalog_transaction", drop_before_commit), \
             pytest.raises(CatalogConnectionError,
                           match=r"connection failed while committing, 11 times .*terminat.*"
                                 r"nothing was committed"):
         table.append(spark.range(1000, 1200).selectExpr("id", "'new' AS label"))
     assert_unchanged(lake, table, duck, before, rows_before)
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()
 
 
 # ------------------------------------------------------------------ Spark task failures
@@ -200,13 +200,13 @@ def test_failed_spark_tasks_are_retried_without_duplicates(spark, lake, lake_tar
     assert len(got) == len(set(got)), "duplicate rows"
     assert got == sorted(rows_before + list(range(1000, 6000)))
     assert_same(duck, "t", table.read())
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()
     # without retries the same failure fails the write and commits nothing
-    before = lake_state(lake.lake)
+    before = lake_state(lake.catalog)
     result = run_writer(writer_args(lake_target, table="main.t", start=7000, count=500,
                                     mode="fail_once", master="local[2]"), check=False)
     assert "injected failure on the first attempt" in result["crash"]
-    assert lake_state(lake.lake) == before
+    assert lake_state(lake.catalog) == before
 
 
 # ------------------------------------------------------------------ storage failures
@@ -228,7 +228,7 @@ def _private_mount(kind: str, directory: str) -> list[str] | None:
 @pytest.mark.parametrize("kind", ["read_only", "full"])
 def test_read_only_or_full_data_path_fails_clearly(spark, lake, lake_target, duck, kind):  # noqa: ANN001
     table = seeded(spark, lake)
-    before, rows_before = lake_state(lake.lake), ids(table)
+    before, rows_before = lake_state(lake.catalog), ids(table)
     table_dir = os.path.join(lake_target.data_path, "main", "t")
     prefix = _private_mount(kind, table_dir)
     restore = None
@@ -252,14 +252,14 @@ def test_read_only_or_full_data_path_fails_clearly(spark, lake, lake_target, duc
     assert re.search(f"cannot write Parquet files under .*main/t/: the data path is "
                      f"({meaning}).*Nothing was committed", result["message"]), result["message"]
     assert_unchanged(lake, table, duck, before, rows_before)
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()
     assert_still_writable(spark, table, duck, rows_before)
 
 
 @pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
 def test_no_space_for_a_delete_file_fails_clearly(spark, lake, lake_target, duck, monkeypatch):  # noqa: ANN001
     table = seeded(spark, lake)
-    before, rows_before = lake_state(lake.lake), ids(table)
+    before, rows_before = lake_state(lake.catalog), ids(table)
 
     def full(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -270,4 +270,4 @@ def test_no_space_for_a_delete_file_fails_clearly(spark, lake, lake_target, duck
         table.delete("id < 30")  # part of a file: a delete file
     monkeypatch.undo()
     assert_unchanged(lake, table, duck, before, rows_before)
-    assert leftovers(lake.lake) == set()
+    assert leftovers(lake.catalog) == set()

@@ -10,11 +10,11 @@ import pytest
 from conftest import duckdb_connect
 
 from dbt.adapters.ducklake.lake import (
+    Catalog,
     CatalogConnectionError,
     ColumnSpec,
     FormatVersionError,
     InvalidArgumentError,
-    Lake,
     SnapshotNotFoundError,
     Transaction,
 )
@@ -22,13 +22,13 @@ from dbt.adapters.ducklake.lake.connect import parse_catalog
 from dbt.adapters.ducklake.lake.tables import create_schema, create_table
 
 
-def open_lake(target) -> Lake:  # noqa: ANN001
-    return Lake.open(target.catalog, target.data_path, **target.open_kwargs())
+def open_lake(target) -> Catalog:  # noqa: ANN001
+    return Catalog.open(target.catalog, target.data_path, **target.open_kwargs())
 
 
 def test_new_lake_matches_duckdb(tmp_path):  # noqa: ANN001
     ours = tmp_path / "ours.sqlite"
-    Lake.open(f"sqlite:///{ours}", str(tmp_path / "d1")).close()
+    Catalog.open(f"sqlite:///{ours}", str(tmp_path / "d1")).close()
     theirs = tmp_path / "theirs.sqlite"
     duck = duckdb_connect()
     duck.execute(f"ATTACH 'ducklake:sqlite:{theirs}' AS l (DATA_PATH '{tmp_path}/d2/')")
@@ -99,14 +99,14 @@ def test_open_a_lake_duckdb_created(lake_target):  # noqa: ANN001
 
 def test_other_format_versions_are_refused_untouched(tmp_path):  # noqa: ANN001
     path = tmp_path / "c.sqlite"
-    Lake.open(f"sqlite:///{path}", str(tmp_path / "data")).close()
+    Catalog.open(f"sqlite:///{path}", str(tmp_path / "data")).close()
     con = sqlite3.connect(path)
     con.execute("UPDATE ducklake_metadata SET value = '0.4' WHERE key = 'version'")
     con.commit()
     con.close()
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     with pytest.raises(FormatVersionError, match="'0.4'.*not modified"):
-        Lake.open(f"sqlite:///{path}")
+        Catalog.open(f"sqlite:///{path}")
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
@@ -136,7 +136,7 @@ def test_snapshot_by_time_with_duckdbs_spelling_of_times(tmp_path):  # noqa: ANN
     fraction at all); lookups by time compare them in the catalog, exactly at every edge."""
     from sqlalchemy import event
 
-    lake = Lake.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
+    lake = Catalog.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
     con = sqlite3.connect(tmp_path / "c.sqlite")
     spelled = ["2026-01-01 10:00:00+00", "2026-01-01 10:00:00.1+00",
                "2026-01-01 10:00:00.14902+00", "2026-01-01 10:00:00.149021+00",
@@ -185,7 +185,7 @@ def test_snapshot_by_time_with_duckdbs_spelling_of_times(tmp_path):  # noqa: ANN
 def test_a_failing_follow_up_after_commit_keeps_the_landed_snapshot(tmp_path):  # noqa: ANN001
     """``after_commit`` hooks run once the snapshot has landed: one that fails is logged, and
     the commit still reports its snapshot and keeps the files it references."""
-    lake = Lake.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
+    lake = Catalog.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
     kept = tmp_path / "data" / "kept.parquet"
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_bytes(b"x")
@@ -222,11 +222,11 @@ def test_catalog_strings(text, dialect):  # noqa: ANN001
 
 def test_bad_catalogs_get_clear_errors(tmp_path):  # noqa: ANN001
     with pytest.raises(CatalogConnectionError, match="unknown catalog scheme 'mysql'.*sqlite:///"):
-        Lake.open("mysql://u@h/db", str(tmp_path))
+        Catalog.open("mysql://u@h/db", str(tmp_path))
     with pytest.raises(CatalogConnectionError, match="cannot connect to the DuckLake catalog"):
-        Lake.open("postgres:dbname=test host=127.0.0.1 port=1 connect_timeout=2", str(tmp_path))
+        Catalog.open("postgres:dbname=test host=127.0.0.1 port=1 connect_timeout=2", str(tmp_path))
     with pytest.raises(InvalidArgumentError, match="data_path is required"):
-        Lake.open(f"sqlite:///{tmp_path}/new.sqlite")
+        Catalog.open(f"sqlite:///{tmp_path}/new.sqlite")
 
 
 def test_commit_retries_follow_the_lakes_max_retry_count(tmp_path, monkeypatch):  # noqa: ANN001
@@ -235,7 +235,7 @@ def test_commit_retries_follow_the_lakes_max_retry_count(tmp_path, monkeypatch):
 
     from dbt.adapters.ducklake.lake.errors import CommitFailedError
 
-    lake = Lake.open(f"sqlite:///{tmp_path}/c.sqlite", str(tmp_path / "data"))
+    lake = Catalog.open(f"sqlite:///{tmp_path}/c.sqlite", str(tmp_path / "data"))
     lake.max_retry_count = 2
     attempts = []
 
@@ -250,3 +250,13 @@ def test_commit_retries_follow_the_lakes_max_retry_count(tmp_path, monkeypatch):
     with pytest.raises(CommitFailedError, match="after 3 attempts"):
         tx.commit()
     assert len(attempts) == 3
+
+
+def test_earlier_names_are_aliases(tmp_path):  # noqa: ANN001
+    """``Lake`` (the catalog client's earlier name) is ``Catalog``."""
+    from dbt.adapters.ducklake.lake import Catalog, Lake
+
+    assert Lake is Catalog
+    lake = Lake.open(f"sqlite:///{tmp_path}/c.sqlite", str(tmp_path / "data"))
+    assert isinstance(lake, Catalog)
+    lake.close()

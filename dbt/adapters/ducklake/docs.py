@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def persist_docs(runtime: Runtime, relation: BaseRelation, description: str | None,
                  columns: dict[str, Any] | None) -> None:
     """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
-    lake = runtime.lake.lake
+    lake = runtime.lake.catalog
     name = (relation.schema, relation.identifier)
     comments: dict[str, str | None] = {}
     try:
@@ -48,7 +48,7 @@ def catalog(runtime: Runtime, schemas: list[str]) -> agate.Table:
     """Rows of ``dbt docs generate``'s catalog, from DuckLake metadata and statistics."""
     from dbt_common.clients.agate_helper import table_from_rows
 
-    lake = runtime.lake.lake
+    lake = runtime.lake.catalog
     rows = []
     view_comments = {}
     with lake.read() as conn:
@@ -139,7 +139,7 @@ def last_modified(runtime: Runtime, relations: list[BaseRelation]) -> Any:
     from dbt.adapters.contracts.connection import AdapterResponse
     from dbt_common.clients.agate_helper import table_from_rows
 
-    lake = runtime.lake.lake
+    lake = runtime.lake.catalog
     snapshots = lake.snapshots()
     rows = []
     for relation in relations:

@@ -102,8 +102,8 @@ class DuckLakeAdapter(SQLAdapter):
         from .runtime import check_data_path
 
         runtime = self.runtime()
-        runtime.lake.lake.latest_snapshot()
-        check_data_path(runtime.lake.lake.data_path)
+        runtime.lake.catalog.latest_snapshot()
+        check_data_path(runtime.lake.catalog.data_path)
         self.execute("select 1 as id")
 
     def valid_incremental_strategies(self) -> list[str]:
@@ -121,13 +121,13 @@ class DuckLakeAdapter(SQLAdapter):
 
     # ------------------------------------------------------------------ listing
     def list_schemas(self, database: str) -> list[str]:
-        return [s.schema_name for s in self.runtime().lake.lake.schemas()]
+        return [s.schema_name for s in self.runtime().lake.catalog.schemas()]
 
     def check_schema_exists(self, database: str, schema: str) -> bool:
         return schema in self.list_schemas(database)
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
-        lake = self.runtime().lake.lake
+        lake = self.runtime().lake.catalog
         out: list[BaseRelation] = []
         for kind, name in lake.relations(schema_relation.schema):
             out.append(self.Relation.create(
@@ -140,7 +140,7 @@ class DuckLakeAdapter(SQLAdapter):
     def get_columns_in_relation(self, relation: BaseRelation) -> list[DuckLakeColumn]:
         runtime = self.runtime()
         if relation.schema and relation.identifier:
-            lake = runtime.lake.lake
+            lake = runtime.lake.catalog
             try:
                 with lake.read() as conn:
                     at = runtime.registry.pinned_version
@@ -196,7 +196,7 @@ class DuckLakeAdapter(SQLAdapter):
 
         from .runtime import WATERMARKS_KEY, set_watermark
 
-        lake = self.runtime().lake.lake
+        lake = self.runtime().lake.catalog
         key = f"{relation.schema}.{relation.identifier}".lower()
         end = lake.latest_snapshot().snapshot_id
         start = None

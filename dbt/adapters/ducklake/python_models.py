@@ -33,8 +33,8 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
         check_writable(runtime)
         name = (relation.schema, relation.identifier)
         info = runtime.engine.commit_info("PYTHON MODEL")
-        if not runtime.lake.lake.schemas() or relation.schema not in [
-                s.schema_name for s in runtime.lake.lake.schemas()]:
+        if not runtime.lake.catalog.schemas() or relation.schema not in [
+                s.schema_name for s in runtime.lake.catalog.schemas()]:
             runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
         raw = config.get("partition_by") or config.get("partitioned_by") or []
         partition_by = [raw] if isinstance(raw, str) else list(raw)

@@ -236,10 +236,10 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
             return runtime
         catalog, data_path = credentials.resolved_paths(_project_dir())
         base_dir = _project_dir()
-        from .lake.catalog import Lake
+        from .lake.catalog import Catalog
 
         # The catalog first: it fails fast, Spark takes seconds to start.
-        lake = Lake.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
+        lake = Catalog.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
                          data_inlining_row_limit=credentials.data_inlining_row_limit,
                          base_dir=base_dir)
         lake.max_retry_count = credentials.max_retry_count

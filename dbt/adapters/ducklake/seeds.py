@@ -36,10 +36,10 @@ def load_seed(runtime: Runtime, relation: BaseRelation, agate_table: agate.Table
     df = df.select(*[F.col(quote(n)).cast(types[n]).alias(n) for n in names])
     lake = runtime.lake
     name = (relation.schema, relation.identifier)
-    existing = lake.lake.tables(relation.schema) if relation.schema in \
-        [s.schema_name for s in lake.lake.schemas()] else []
+    existing = lake.catalog.tables(relation.schema) if relation.schema in \
+        [s.schema_name for s in lake.catalog.schemas()] else []
     info = runtime.engine.commit_info("SEED")
-    if relation.schema not in [s.schema_name for s in lake.lake.schemas()]:
+    if relation.schema not in [s.schema_name for s in lake.catalog.schemas()]:
         lake.create_schema(relation.schema, if_not_exists=True, info=info)
     if any(t.table_name == relation.identifier for t in existing):
         if full_refresh:

@@ -1,6 +1,6 @@
 """The DuckLake catalog client: no Spark, no dbt; SQLAlchemy Core over SQLite or PostgreSQL."""
 
-from .catalog import Lake
+from .catalog import Catalog, Lake
 from .commit import Transaction
 from .errors import (
     AlreadyExistsError,
@@ -22,6 +22,7 @@ from .models import ColumnSpec, Snapshot, TableRef
 
 __all__ = [
     "AlreadyExistsError",
+    "Catalog",
     "CatalogConnectionError",
     "ColumnSpec",
     "CommitConflictError",

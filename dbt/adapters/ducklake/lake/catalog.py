@@ -1,6 +1,6 @@
 """The DuckLake catalog client: the lake's catalog read at any snapshot.
 
-A :class:`Lake` is a :class:`~.connect.CatalogDatabase` (engine, metadata schema, read and
+A :class:`Catalog` is a :class:`~.connect.CatalogDatabase` (engine, metadata schema, read and
 write transactions) plus the lake's data path, and answers questions about the catalog at a
 snapshot: snapshots, schemas, tables, views, columns, files, statistics and partitions. It
 never imports Spark or dbt. Creating a lake is :mod:`.bootstrap`'s, options are
@@ -84,7 +84,7 @@ _VIEW_COLUMNS = ("e.view_id, e.view_uuid, e.begin_snapshot, e.end_snapshot, e.sc
                  "e.view_name, e.dialect, e.sql, e.column_aliases, s.schema_name, g.value")
 
 
-class Lake(CatalogDatabase):
+class Catalog(CatalogDatabase):
     """A DuckLake lake: its catalog database plus its data path.
 
     Use :meth:`open`; it creates the lake when the catalog is empty, exactly as DuckDB 1.5.5
@@ -120,7 +120,7 @@ class Lake(CatalogDatabase):
         create: bool = True,
         base_dir: str | None = None,
         override_data_path: bool = False,
-    ) -> Lake:
+    ) -> Catalog:
         """Open the lake in ``catalog``, creating it when the catalog holds none.
 
         Args:
@@ -193,7 +193,7 @@ class Lake(CatalogDatabase):
         lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
         return lake
 
-    def __enter__(self) -> Lake:
+    def __enter__(self) -> Catalog:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -658,6 +658,11 @@ class Lake(CatalogDatabase):
 
     def file_path(self, table_dir: str, path: str, path_is_relative: bool) -> str:
         return join_path(table_dir, path, path_is_relative)
+
+
+Lake = Catalog
+"""The catalog client's earlier name, kept as an alias (as ``SparkLake.lake`` is kept for
+``SparkLake.catalog``): a ``Lake`` was easily taken for the whole lake."""
 
 
 def in_list(values: Sequence[int], prefix: str) -> tuple[str, dict[str, int]]:

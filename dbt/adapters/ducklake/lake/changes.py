@@ -28,7 +28,7 @@ from typing import cast
 from sqlalchemy import Connection, text
 
 from . import files as lake_files
-from .catalog import Lake, _data_file, _delete_file, join_path
+from .catalog import Catalog, _data_file, _delete_file, join_path
 from .delete_files import SNAPSHOT_ID_COLUMN
 from .errors import DataFileError, InvalidArgumentError
 from .inlining.rows import inlined_delete_table
@@ -45,7 +45,7 @@ class ChangeRange:
     end: int
 
 
-def resolve_range(lake: Lake, start: Bound, end: Bound, conn: Connection) -> ChangeRange:
+def resolve_range(lake: Catalog, start: Bound, end: Bound, conn: Connection) -> ChangeRange:
     """Snapshot ids for the bounds, as DuckDB binds them.
 
     A version must name an existing snapshot. A timestamp ``end`` picks the latest snapshot at
@@ -55,7 +55,7 @@ def resolve_range(lake: Lake, start: Bound, end: Bound, conn: Connection) -> Cha
     return ChangeRange(_bound(lake, start, conn, lower=True), _bound(lake, end, conn, lower=False))
 
 
-def _bound(lake: Lake, value: Bound, conn: Connection, lower: bool) -> int:
+def _bound(lake: Catalog, value: Bound, conn: Connection, lower: bool) -> int:
     if value is None:
         raise InvalidArgumentError("change-feed bounds cannot be NULL; pass a snapshot id or "
                                    "a timestamp")
@@ -69,7 +69,7 @@ def _bound(lake: Lake, value: Bound, conn: Connection, lower: bool) -> int:
 
 
 # ---------------------------------------------------------------------------------- insertions
-def insertion_files(lake: Lake, table_id: int, span: ChangeRange,
+def insertion_files(lake: Catalog, table_id: int, span: ChangeRange,
                     conn: Connection) -> list[DataFile]:
     """Data files that may hold rows inserted in ``span`` (ended files included).
 
@@ -100,7 +100,7 @@ class DeletionScan:
     inlined_deletes: dict[int, int] = field(default_factory=dict)  # position -> snapshot
 
 
-def deletion_scans(lake: Lake, table_id: int, span: ChangeRange,
+def deletion_scans(lake: Catalog, table_id: int, span: ChangeRange,
                    conn: Connection) -> list[DeletionScan]:
     """Every deletion source of the table's Parquet rows for ``span``."""
     data = {f.data_file_id: f for f in (_data_file(r) for r in conn.execute(
@@ -142,7 +142,7 @@ def deletion_scans(lake: Lake, table_id: int, span: ChangeRange,
     return scans
 
 
-def _inlined_file_deletes(lake: Lake, table_id: int, span: ChangeRange,
+def _inlined_file_deletes(lake: Catalog, table_id: int, span: ChangeRange,
                           conn: Connection) -> dict[int, dict[int, int]]:
     """Inlined deletes of Parquet rows made in ``span``: file id -> {position: snapshot}."""
     name = inlined_delete_table(table_id)

@@ -29,7 +29,7 @@ from typing import cast
 from sqlalchemy import Connection, text
 
 from . import files as lake_files
-from .catalog import Lake, as_timestamp, join_path, normalise_dir
+from .catalog import Catalog, as_timestamp, join_path, normalise_dir
 from .errors import InvalidArgumentError
 from .options import DELETE_OLDER_THAN_DEFAULT, option, parse_interval
 
@@ -51,7 +51,7 @@ class CleanupResult:
         return f"{self.operation}: {verb} {len(self.paths)} file(s){extra}"
 
 
-def cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None,
+def cutoff(lake: Catalog, conn: Connection, older_than: datetime | str | None,
            cleanup_all: bool = False) -> datetime | None:
     """The age bound: ``older_than``, else now minus ``delete_older_than``; None = no bound."""
     if cleanup_all and older_than is not None:
@@ -70,7 +70,7 @@ def canonical(path: str) -> str:
     return path if "://" in path else os.path.normpath(path)
 
 
-def referenced_paths(lake: Lake, conn: Connection) -> set[str]:
+def referenced_paths(lake: Catalog, conn: Connection) -> set[str]:
     """Absolute paths of every data and delete file any catalog row names."""
     dirs: dict[int, set[str]] = {}
     tables = cast("Sequence[tuple[int, str, bool | int, str, bool | int]]", conn.execute(text(
@@ -91,7 +91,7 @@ def referenced_paths(lake: Lake, conn: Connection) -> set[str]:
     return out
 
 
-def _scheduled(lake: Lake, conn: Connection) -> list[tuple[int, str, datetime | None]]:
+def _scheduled(lake: Catalog, conn: Connection) -> list[tuple[int, str, datetime | None]]:
     rows = cast("Sequence[tuple[int, str, bool | int, datetime | str | None]]", conn.execute(text(
         f"SELECT data_file_id, path, path_is_relative, schedule_start FROM "
         f"{lake.t('ducklake_files_scheduled_for_deletion')}")).all())
@@ -101,7 +101,7 @@ def _scheduled(lake: Lake, conn: Connection) -> list[tuple[int, str, datetime | 
              None if when is None else parse_time(when)) for fid, path, rel, when in rows]
 
 
-def cleanup_old_files(lake: Lake, older_than: datetime | str | None = None,
+def cleanup_old_files(lake: Catalog, older_than: datetime | str | None = None,
                       cleanup_all: bool = False, dry_run: bool = False) -> CleanupResult:
     """Delete files scheduled for deletion before ``older_than`` (or all, ``cleanup_all``)."""
     with lake.read() as conn:
@@ -147,7 +147,7 @@ def _remove_empty_staging_dirs(paths: list[str]) -> None:
                 pass  # not empty: a file younger than the threshold is still there
 
 
-def delete_orphaned_files(lake: Lake, older_than: datetime | str | None = None,
+def delete_orphaned_files(lake: Catalog, older_than: datetime | str | None = None,
                           dry_run: bool = False) -> CleanupResult:
     """Delete ``.parquet`` files under the data path that the catalog does not know and that
     were last modified before ``older_than`` (default: now minus ``delete_older_than``)."""

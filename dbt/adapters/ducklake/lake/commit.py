@@ -43,7 +43,7 @@ from .models import ColumnInfo, ColumnSpec, FileColumnStats, Snapshot, TableInfo
 from .types import LakeType
 
 if TYPE_CHECKING:
-    from .catalog import Lake
+    from .catalog import Catalog
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
 
@@ -76,7 +76,7 @@ def dir_name(name: str, fallback_uuid: str) -> str:
 class CommitContext:
     """The state of one commit attempt: the open connection and the ids being allocated."""
 
-    lake: Lake
+    lake: Catalog
     conn: Connection
     base: Snapshot
     latest: Snapshot
@@ -153,7 +153,7 @@ Replanner = Callable[[Snapshot, Snapshot], None]
 class Transaction:
     """Staged changes that become exactly one DuckLake snapshot when committed."""
 
-    def __init__(self, lake: Lake, base: Snapshot | None = None) -> None:
+    def __init__(self, lake: Catalog, base: Snapshot | None = None) -> None:
         self.lake = lake
         self.base = base or lake.latest_snapshot()
         self._ops: list[tuple[int, Op]] = []
@@ -506,7 +506,7 @@ def _backend_alive(conn: Connection, pid: int) -> bool:
     return row.first() is not None
 
 
-def _fingerprint_found(lake: Lake, conn: Connection, snapshot: Snapshot) -> bool:
+def _fingerprint_found(lake: Catalog, conn: Connection, snapshot: Snapshot) -> bool:
     row = conn.execute(
         text(lake._snapshot_select() + " WHERE s.snapshot_id = :sid"),
         {"sid": snapshot.snapshot_id},

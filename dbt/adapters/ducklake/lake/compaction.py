@@ -28,7 +28,7 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from .catalog import Lake, join_path
+from .catalog import Catalog, join_path
 from .commit import CommitContext, Transaction
 from .data_files import register_files
 from .delete_files import schedule_for_deletion
@@ -79,7 +79,7 @@ def schema_version_of(ranges: Sequence[tuple[int, int]], begin_snapshot: int) ->
     return version
 
 
-def candidates(lake: Lake, conn: Connection, table_id: int, at: int) -> list[SourceFile]:
+def candidates(lake: Catalog, conn: Connection, table_id: int, at: int) -> list[SourceFile]:
     """Live data files of a table at ``at``, in DuckDB's compaction order."""
     versions = cast("Sequence[tuple[int, int]]", conn.execute(
         text(f"SELECT begin_snapshot, schema_version FROM {lake.t('ducklake_schema_versions')} "
@@ -158,7 +158,7 @@ def rewrite_groups(files: Sequence[SourceFile], threshold: float) -> list[list[S
     return list(by_group.values())
 
 
-def sort_keys(lake: Lake, conn: Connection, table_id: int, at: int) -> list[SortKey]:
+def sort_keys(lake: Catalog, conn: Connection, table_id: int, at: int) -> list[SortKey]:
     """The table's live sort order (``ALTER TABLE ... SET SORTED BY`` in DuckDB)."""
     row = conn.execute(
         text(f"SELECT sort_id FROM {lake.t('ducklake_sort_info')} WHERE table_id = :t AND "
@@ -266,7 +266,7 @@ def stage_rewrite(tx: Transaction, table_id: int,
     tx.add(DELETES, op, f"{REWRITE_TOKEN}:{table_id}")
 
 
-def absolute_path(lake: Lake, schema: SchemaInfo, table: TableInfo, data_file: DataFile) -> str:
+def absolute_path(lake: Catalog, schema: SchemaInfo, table: TableInfo, data_file: DataFile) -> str:
     return join_path(lake.table_dir(schema, table), data_file.path, data_file.path_is_relative)
 
 

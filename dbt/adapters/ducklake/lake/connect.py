@@ -132,7 +132,7 @@ class CatalogDatabase:
 
     What every catalog reader and writer needs before it asks anything about the lake: the
     engine, the metadata schema the tables live in, and a read or write transaction.
-    :class:`~.catalog.Lake` adds the lake's data path and the questions.
+    :class:`~.catalog.Catalog` adds the lake's data path and the questions.
     """
 
     def __init__(self, target: CatalogTarget, metadata_schema: str | None) -> None:

@@ -19,7 +19,7 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from .catalog import Lake, as_timestamp, in_list, join_path, normalise_dir, parse_time
+from .catalog import Catalog, as_timestamp, in_list, join_path, normalise_dir, parse_time
 from .errors import InvalidArgumentError
 from .options import option, parse_interval
 
@@ -46,7 +46,7 @@ class ExpireResult:
 
 
 def expire_snapshots(
-    lake: Lake, older_than: datetime | str | None = None,
+    lake: Catalog, older_than: datetime | str | None = None,
     versions: Sequence[int] | None = None, dry_run: bool = False,
 ) -> ExpireResult:
     """Expire snapshots taken before ``older_than`` and/or the listed ``versions``.
@@ -68,7 +68,7 @@ class _RolledBack(Exception):  # noqa: N818 - control flow: a dry run undoes its
         self.result = result
 
 
-def _run(lake: Lake, older_than: datetime | str | None, versions: Sequence[int] | None,
+def _run(lake: Catalog, older_than: datetime | str | None, versions: Sequence[int] | None,
          dry_run: bool) -> ExpireResult:
     with lake.write() as conn:
         cutoff = _cutoff(lake, conn, older_than)
@@ -96,7 +96,7 @@ def _run(lake: Lake, older_than: datetime | str | None, versions: Sequence[int] 
     return result
 
 
-def _cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None) -> datetime | None:
+def _cutoff(lake: Catalog, conn: Connection, older_than: datetime | str | None) -> datetime | None:
     if older_than is not None:
         return as_timestamp(older_than)
     interval = option(lake, conn, "expire_older_than")
@@ -105,7 +105,8 @@ def _cutoff(lake: Lake, conn: Connection, older_than: datetime | str | None) -> 
     return datetime.now(timezone.utc) - parse_interval(interval)
 
 
-def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool) -> ExpireResult:
+def _expire(lake: Catalog, conn: Connection, snapshot_ids: list[int],
+            dry_run: bool) -> ExpireResult:
     t = lake.t
     marks, params = in_list(snapshot_ids, "i")
     for name in ("ducklake_snapshot", "ducklake_snapshot_changes"):
@@ -178,7 +179,7 @@ def _expire(lake: Lake, conn: Connection, snapshot_ids: list[int], dry_run: bool
     return ExpireResult(tuple(snapshot_ids), scheduled, tuple(purged), dry_run)
 
 
-def _table_dirs(lake: Lake, conn: Connection) -> dict[int, str]:
+def _table_dirs(lake: Catalog, conn: Connection) -> dict[int, str]:
     """Every table's directory (any version of its row), for paths of files being scheduled."""
     rows = cast("Sequence[tuple[int, str, bool | int, str, bool | int]]", conn.execute(text(
         f"SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM "
@@ -191,7 +192,7 @@ def _table_dirs(lake: Lake, conn: Connection) -> dict[int, str]:
     return out
 
 
-def _schedule(lake: Lake, conn: Connection, file_id: int, table_dir: str, path: str,
+def _schedule(lake: Catalog, conn: Connection, file_id: int, table_dir: str, path: str,
               relative: bool, now: object) -> None:
     full = join_path(table_dir, path, relative)
     inside = full.startswith(lake.data_path)

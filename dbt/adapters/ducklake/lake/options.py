@@ -20,7 +20,7 @@ from sqlalchemy import text as sql_text
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from .catalog import Lake
+    from .catalog import Catalog
 
 PARQUET_COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "brotli", "lz4", "lz4_raw")
 TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
@@ -197,7 +197,7 @@ def normalise(key: str, value: Any) -> tuple[str, str]:
         raise InvalidArgumentError(f"invalid value for {name}: {exc}") from exc
 
 
-def set_option(lake: Lake, key: str, value: Any, schema: str | None = None,
+def set_option(lake: Catalog, key: str, value: Any, schema: str | None = None,
                table: str | None = None) -> OptionSetting:
     """Set an option globally, for ``schema``, or for ``schema.table`` (schema defaults to main).
 
@@ -219,7 +219,7 @@ def set_option(lake: Lake, key: str, value: Any, schema: str | None = None,
                          scope_name)
 
 
-def list_options(lake: Lake) -> list[OptionSetting]:
+def list_options(lake: Catalog) -> list[OptionSetting]:
     """Every option stored in the lake (format keys such as ``version`` excluded)."""
     with lake.read() as conn:
         # keyed by int | None: a row's scope_id is None for a global option
@@ -241,7 +241,7 @@ def list_options(lake: Lake) -> list[OptionSetting]:
     return sorted(out, key=lambda o: (o.key, o.scope or "", o.scope_id or 0))
 
 
-def store_option(lake: Lake, key: str, value: Any, schema_id: int | None = None,
+def store_option(lake: Catalog, key: str, value: Any, schema_id: int | None = None,
                  table_id: int | None = None) -> None:
     """Upsert an option at global, schema or table scope (no snapshot, as in DuckDB); the
     value is stored as given (booleans as ``true``/``false``): :func:`set_option` validates."""
@@ -267,7 +267,7 @@ def store_option(lake: Lake, key: str, value: Any, schema_id: int | None = None,
             )
 
 
-def stored_options(lake: Lake,
+def stored_options(lake: Catalog,
                    conn: Connection) -> list[tuple[str, str, str | None, int | None]]:
     """Every ``ducklake_metadata`` row: ``(key, value, scope, scope_id)``."""
     rows = conn.execute(
@@ -276,7 +276,7 @@ def stored_options(lake: Lake,
     return [(r[0], r[1], r[2], None if r[3] is None else int(r[3])) for r in rows]
 
 
-def option(lake: Lake, conn: Connection, key: str, schema_id: int | None = None,
+def option(lake: Catalog, conn: Connection, key: str, schema_id: int | None = None,
            table_id: int | None = None, default: str | None = None) -> str | None:
     """The effective value: table scope, then schema, then global, then ``default``."""
     found: dict[tuple[str | None, int | None], str] = {}
@@ -289,7 +289,7 @@ def option(lake: Lake, conn: Connection, key: str, schema_id: int | None = None,
     return default
 
 
-def inlining_row_limit(lake: Lake, conn: Connection, schema_id: int | None = None,
+def inlining_row_limit(lake: Catalog, conn: Connection, schema_id: int | None = None,
                        table_id: int | None = None) -> int:
     """How many rows a commit may inline: the lake's ``data_inlining_row_limit`` option, else
     the connection's setting (the profile's), else DuckDB's default."""
@@ -301,23 +301,23 @@ def inlining_row_limit(lake: Lake, conn: Connection, schema_id: int | None = Non
     return DEFAULT_INLINING_ROW_LIMIT
 
 
-def auto_compact(lake: Lake, conn: Connection, schema_id: int, table_id: int) -> bool:
+def auto_compact(lake: Catalog, conn: Connection, schema_id: int, table_id: int) -> bool:
     """DuckDB's ``auto_compact``: whether a table takes part in flush, merge and rewrite."""
     return option(lake, conn, "auto_compact", schema_id, table_id, "true") == "true"
 
 
-def target_file_size(lake: Lake, conn: Connection, schema_id: int, table_id: int) -> int:
+def target_file_size(lake: Catalog, conn: Connection, schema_id: int, table_id: int) -> int:
     value = option(lake, conn, "target_file_size", schema_id, table_id)
     return TARGET_FILE_SIZE_DEFAULT if value is None else parse_size(value)
 
 
-def parquet_compression(lake: Lake, conn: Connection, schema_id: int | None,
+def parquet_compression(lake: Catalog, conn: Connection, schema_id: int | None,
                         table_id: int | None) -> str:
     """The codec new files are written with (``parquet_compression``, default snappy)."""
     return option(lake, conn, "parquet_compression", schema_id, table_id, "snappy") or "snappy"
 
 
-def rewrite_delete_threshold(lake: Lake, conn: Connection, schema_id: int,
+def rewrite_delete_threshold(lake: Catalog, conn: Connection, schema_id: int,
                              table_id: int) -> float:
     value = option(lake, conn, "rewrite_delete_threshold", schema_id, table_id)
     return REWRITE_DELETE_THRESHOLD_DEFAULT if value is None else float(value)

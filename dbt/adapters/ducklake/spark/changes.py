@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..lake import changes as lake_changes
-from ..lake.catalog import Lake
+from ..lake.catalog import Catalog
 from ..lake.changes import Bound, ChangeRange, DeletionScan
 from ..lake.errors import InvalidArgumentError
 from ..lake.inlining import rows as inlined_data
@@ -60,7 +60,7 @@ class ChangeSources:
     deleted_inlined: list[InlinedRows]
 
 
-def load_sources(lake: Lake, schema_name: str, table_name: str, start: Bound,
+def load_sources(lake: Catalog, schema_name: str, table_name: str, start: Bound,
                  end: Bound) -> ChangeSources:
     """Resolve the bounds and collect every source of changed rows of the table.
 

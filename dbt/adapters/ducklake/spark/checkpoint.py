@@ -45,11 +45,11 @@ def checkpoint(slake: LakeWriter) -> CheckpointResult:
     """Run every maintenance step over the whole lake, in DuckDB's order."""
     result = CheckpointResult(
         flush=flush_inlined_data(slake),
-        expire=expire_snapshots(slake.lake),
+        expire=expire_snapshots(slake.catalog),
         merge=merge_adjacent_files(slake),
         rewrite=rewrite_data_files(slake),
-        cleanup=cleanup_old_files(slake.lake),
-        orphans=delete_orphaned_files(slake.lake),
+        cleanup=cleanup_old_files(slake.catalog),
+        orphans=delete_orphaned_files(slake.catalog),
     )
     log.info("%s", result.summary())
     return result

@@ -119,7 +119,7 @@ class CompactionResult:
 # ---------------------------------------------------------------------------------- helpers
 def select_tables(slake: LakeWriter, schema: str | None, table: str | None) -> list[TableInfo]:
     """One table, the tables of one schema, or every table of the lake."""
-    lake = slake.lake
+    lake = slake.catalog
     if table is not None:
         return [lake.table(schema or "main", table)]
     if schema is not None:
@@ -223,7 +223,7 @@ def flush_inlined_data(slake: LakeWriter, schema: str | None = None,
 
 
 def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
-    lake = slake.lake
+    lake = slake.catalog
     state = load_state(lake, info.schema_name, info.table_name)
     s = state.snapshot_id
     with lake.read() as conn:
@@ -342,7 +342,7 @@ def _each_table(operation: str, slake: LakeWriter, schema: str | None, table: st
 
 def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int | None,
                  max_files: int | None) -> TableCompaction | None:
-    lake = slake.lake
+    lake = slake.catalog
     state = load_state(lake, info.schema_name, info.table_name)
     s = state.snapshot_id
     with lake.read() as conn:
@@ -429,7 +429,7 @@ def rewrite_data_files(slake: LakeWriter, schema: str | None = None, table: str 
 
 def _rewrite_table(slake: LakeWriter, info: TableInfo,
                    threshold: float | None) -> TableCompaction | None:
-    lake = slake.lake
+    lake = slake.catalog
     state = load_state(lake, info.schema_name, info.table_name)
     s = state.snapshot_id
     with lake.read() as conn:

@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..lake import data_files, delete_files
 from ..lake import options as lake_options
-from ..lake.catalog import Lake
+from ..lake.catalog import Catalog
 from ..lake.commit import Transaction
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
@@ -56,7 +56,7 @@ class LakeWriter(Protocol):
     the modules below the façade need not import it."""
 
     spark: SparkSession
-    lake: Lake
+    catalog: Catalog
 
     def commit(self, tx: Transaction, info: CommitInfo | None = None) -> Snapshot: ...
 
@@ -67,7 +67,7 @@ class Target:
     the commit information used when a write is given none."""
 
     spark: SparkSession
-    lake: Lake
+    lake: Catalog
     schema_name: str
     table_name: str
     commit_info: CommitInfo
@@ -105,7 +105,7 @@ class Target:
 
 
 def stage_insert(
-    spark: SparkSession, lake: Lake, tx: Transaction, ref: TableRef,
+    spark: SparkSession, lake: Catalog, tx: Transaction, ref: TableRef,
     df: DataFrame | pa.Table, table_dir: str, columns: list[ColumnInfo], schema_id: int,
     table_id: int | None, inline_ok: bool, replace: bool = False, row_ids: bool = False,
     inlined_row_ids: list[int] | None = None,

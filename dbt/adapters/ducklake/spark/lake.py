@@ -27,7 +27,7 @@ from ..lake import cleanup as lake_cleanup
 from ..lake import expiry as lake_expiry
 from ..lake import options as lake_options
 from ..lake import tables
-from ..lake.catalog import Lake
+from ..lake.catalog import Catalog
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
 from ..lake.commit import Transaction, dir_name, uuid7
@@ -89,9 +89,10 @@ def split_name(name: TableName) -> tuple[str, str]:
 class SparkLake:
     """A DuckLake lake read and written with Spark."""
 
-    def __init__(self, spark: SparkSession, lake: Lake, commit_info: CommitInfo | None = None):
+    def __init__(self, spark: SparkSession, catalog: Catalog,
+                 commit_info: CommitInfo | None = None):
         self.spark = spark
-        self.lake = lake
+        self.catalog = catalog
         self.commit_info = commit_info or CommitInfo()
         spark_write.configure(spark)
         spark_read.configure(spark)
@@ -99,28 +100,33 @@ class SparkLake:
     @classmethod
     def open(cls, spark: SparkSession, catalog: str, data_path: str | None = None,
              **options: Any) -> SparkLake:
-        """Open (or create) a lake; options are those of :meth:`Lake.open`."""
-        return cls(spark, Lake.open(catalog, data_path, **options))
+        """Open (or create) a lake; options are those of :meth:`Catalog.open`."""
+        return cls(spark, Catalog.open(catalog, data_path, **options))
+
+    @property
+    def lake(self) -> Catalog:
+        """The catalog client (:attr:`catalog`), by its earlier name."""
+        return self.catalog
 
     def close(self) -> None:
-        self.lake.close()
+        self.catalog.close()
 
     # ------------------------------------------------------------------ catalog
     def snapshots(self) -> list[Snapshot]:
-        return self.lake.snapshots()
+        return self.catalog.snapshots()
 
     def current_snapshot(self) -> Snapshot:
-        return self.lake.latest_snapshot()
+        return self.catalog.latest_snapshot()
 
     def schemas(self) -> list[str]:
-        return [s.schema_name for s in self.lake.schemas()]
+        return [s.schema_name for s in self.catalog.schemas()]
 
     def tables(self, schema: str | None = None) -> list[str]:
-        return [f"{t.schema_name}.{t.table_name}" for t in self.lake.tables(schema)]
+        return [f"{t.schema_name}.{t.table_name}" for t in self.catalog.tables(schema)]
 
     def table(self, name: TableName) -> LakeTable:
         schema, table = split_name(name)
-        self.lake.table(schema, table)  # raises NotFoundError with a clear message
+        self.catalog.table(schema, table)  # raises NotFoundError with a clear message
         return LakeTable(self, schema, table)
 
     def read(self, name: TableName, version: int | None = None,
@@ -138,7 +144,7 @@ class SparkLake:
                       info: CommitInfo | None = None) -> Snapshot | None:
         if if_not_exists and name in self.schemas():
             return None
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         tables.create_schema(tx, name, if_not_exists)
         return self.commit(tx, info)
 
@@ -146,7 +152,7 @@ class SparkLake:
                     info: CommitInfo | None = None) -> Snapshot | None:
         if if_exists and name not in self.schemas():
             return None
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         tables.drop_schema(tx, name, cascade, if_exists)
         return self.commit(tx, info)
 
@@ -172,7 +178,7 @@ class SparkLake:
             specs = column_specs(data.schema, keep_nullability=False, not_null=not_null)
         else:
             specs = column_specs(data, not_null=not_null)
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
         columns = provisional_columns(specs)
@@ -180,11 +186,11 @@ class SparkLake:
         if partition_by:
             keys = resolve(set_partitioning(tx, ref, partition_by), columns)
         if df is not None:
-            schema = self.lake.schema(schema_name)
-            table_dir = (self.lake.schema_dir(schema) + dir_name(table_name, table_uuid) + "/")
-            dml.stage_insert(self.spark, self.lake, tx, ref, df, table_dir, columns,
+            schema = self.catalog.schema(schema_name)
+            table_dir = (self.catalog.schema_dir(schema) + dir_name(table_name, table_uuid) + "/")
+            dml.stage_insert(self.spark, self.catalog, tx, ref, df, table_dir, columns,
                              schema.schema_id, None,
-                             inline_ok=can_inline(columns, self.lake.dialect),
+                             inline_ok=can_inline(columns, self.catalog.dialect),
                              partition_keys=keys)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
@@ -194,8 +200,8 @@ class SparkLake:
         schema_name, table_name = split_name(name)
         if if_exists and f"{schema_name}.{table_name}" not in self.tables(schema_name):
             return None
-        table = self.lake.table(schema_name, table_name)
-        tx = Transaction(self.lake)
+        table = self.catalog.table(schema_name, table_name)
+        tx = Transaction(self.catalog)
         tables.drop_table(tx, TableRef(table.table_id))
         return self.commit(tx, info)
 
@@ -204,8 +210,8 @@ class SparkLake:
         schema_name, table_name = split_name(name)
         new_schema, new_table = split_name(new_name) if (
             isinstance(new_name, tuple) or "." in new_name) else (schema_name, new_name)
-        table = self.lake.table(schema_name, table_name)
-        tx = Transaction(self.lake)
+        table = self.catalog.table(schema_name, table_name)
+        tx = Transaction(self.catalog)
         tables.rename_table(tx, TableRef(table.table_id), new_table, new_schema)
         return self.commit(tx, info)
 
@@ -213,7 +219,7 @@ class SparkLake:
     def view(self, name: TableName) -> ViewInfo:
         """The live view of that name (case-insensitive, as DuckDB resolves names)."""
         schema_name, view_name = split_name(name)
-        for view in self.lake.views(schema_name):
+        for view in self.catalog.views(schema_name):
             if view.view_name.lower() == view_name.lower():
                 return view
         raise NotFoundError(f"view {schema_name}.{view_name} does not exist in the lake")
@@ -225,11 +231,11 @@ class SparkLake:
         Spark text in ``spark_sql`` for our reads). With ``replace`` a view or a table of that
         name is replaced in the same snapshot; without, an existing one is an error."""
         schema_name, view_name = split_name(name)
-        kinds = {n.lower(): k for k, n in self.lake.relations(schema_name)}
+        kinds = {n.lower(): k for k, n in self.catalog.relations(schema_name)}
         existing = kinds.get(view_name.lower())
         if existing is not None and not replace:
             raise AlreadyExistsError(f"{schema_name}.{view_name} already exists as a {existing}")
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         if existing == "table":
             tables.drop_table(tx, TableRef(None, schema_name, view_name))
         tables.create_view(tx, schema_name, view_name, sql, dialect=dialect,
@@ -245,7 +251,7 @@ class SparkLake:
             if if_exists:
                 return None
             raise
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         tables.drop_view(tx, view.schema_name, view.view_name)
         return self.commit(tx, info)
 
@@ -255,7 +261,7 @@ class SparkLake:
         view = self.view(name)
         new_schema, new_view = split_name(new_name) if (
             isinstance(new_name, tuple) or "." in new_name) else (view.schema_name, new_name)
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         tables.rename_view(tx, view, new_view, new_schema)
         return self.commit(tx, info)
 
@@ -266,9 +272,9 @@ class SparkLake:
         table's columns, in one snapshot; ``None`` if there is nothing to set. DuckDB shows
         them as ``COMMENT ON``."""
         schema_name, relation = split_name(name)
-        tx = Transaction(self.lake)
+        tx = Transaction(self.catalog)
         try:
-            ref, view_id = TableRef(self.lake.table(schema_name, relation).table_id), None
+            ref, view_id = TableRef(self.catalog.table(schema_name, relation).table_id), None
         except NotFoundError:
             ref, view_id = TableRef(None), self.view(name).view_id
             if columns:
@@ -310,19 +316,19 @@ class SparkLake:
         """Forget snapshots older than ``older_than`` (default: the ``expire_older_than``
         option) or the listed ``versions``; files only they needed are scheduled for
         deletion. Never the latest snapshot."""
-        return lake_expiry.expire_snapshots(self.lake, older_than, versions, dry_run)
+        return lake_expiry.expire_snapshots(self.catalog, older_than, versions, dry_run)
 
     def cleanup_old_files(self, older_than: datetime | str | None = None,
                           cleanup_all: bool = False, dry_run: bool = False) -> CleanupResult:
         """Delete files scheduled for deletion before ``older_than`` (default: now minus the
         ``delete_older_than`` option, 2 days), or all of them with ``cleanup_all``."""
-        return lake_cleanup.cleanup_old_files(self.lake, older_than, cleanup_all, dry_run)
+        return lake_cleanup.cleanup_old_files(self.catalog, older_than, cleanup_all, dry_run)
 
     def delete_orphaned_files(self, older_than: datetime | str | None = None,
                               dry_run: bool = False) -> CleanupResult:
         """Delete Parquet files under the data path that the catalog does not know and that
         are older than ``older_than`` (default: now minus ``delete_older_than``)."""
-        return lake_cleanup.delete_orphaned_files(self.lake, older_than, dry_run)
+        return lake_cleanup.delete_orphaned_files(self.catalog, older_than, dry_run)
 
     def checkpoint(self) -> CheckpointResult:
         """Every maintenance step in DuckDB's ``CHECKPOINT`` order, with the lake's options."""
@@ -332,11 +338,11 @@ class SparkLake:
                    table: str | None = None) -> OptionSetting:
         """Set a lake option globally, for a schema or for a table (no snapshot), e.g.
         ``set_option("target_file_size", "64MB", table="orders")``."""
-        return lake_options.set_option(self.lake, key, value, schema, table)
+        return lake_options.set_option(self.catalog, key, value, schema, table)
 
     def options(self) -> list[OptionSetting]:
         """Every option set on the lake, with its scope."""
-        return lake_options.list_options(self.lake)
+        return lake_options.list_options(self.catalog)
 
 
 
@@ -373,10 +379,10 @@ class LakeTable:
         return f"LakeTable({self.name!r})"
 
     def info(self) -> TableInfo:
-        return self._lake.lake.table(self.schema_name, self.table_name)
+        return self._lake.catalog.table(self.schema_name, self.table_name)
 
     def columns(self) -> list[ColumnInfo]:
-        return self._lake.lake.columns(self.info().table_id)
+        return self._lake.catalog.columns(self.info().table_id)
 
     def schema(self) -> StructType:
         return table_schema(self.columns())
@@ -391,7 +397,7 @@ class LakeTable:
         fields), set their nullability and comments, in one snapshot; ``None`` when nothing
         changes (a column given the type it has)."""
         ref = TableRef(self.info().table_id)
-        tx = Transaction(self._lake.lake)
+        tx = Transaction(self._lake.catalog)
         for column, comment in (comments or {}).items():
             tables.set_comment(tx, ref, comment, column=column)
         tables.alter_columns(tx, ref, add=add, drop=drop, rename=rename, retype=retype,
@@ -401,7 +407,7 @@ class LakeTable:
     # ------------------------------------------------------------------ partitioning
     def partition_keys(self, version: int | None = None) -> tuple[PartitionKey, ...]:
         """The live partition spec resolved to columns (empty when unpartitioned)."""
-        lake = self._lake.lake
+        lake = self._lake.catalog
         with lake.read() as conn:
             at = version if version is not None else lake.latest_snapshot(conn).snapshot_id
             table = lake.table(self.schema_name, self.table_name, at, conn)
@@ -442,8 +448,8 @@ class LakeTable:
               timestamp: datetime | str | None = None, contents: bool = True) -> TableState:
         at = version
         if timestamp is not None:
-            at = self._lake.lake.snapshot(timestamp=timestamp).snapshot_id
-        return load_state(self._lake.lake, self.schema_name, self.table_name, at, contents)
+            at = self._lake.catalog.snapshot(timestamp=timestamp).snapshot_id
+        return load_state(self._lake.catalog, self.schema_name, self.table_name, at, contents)
 
     def read(self, version: int | None = None, timestamp: datetime | str | None = None,
              metadata: bool = False, where: str | Column | None = None) -> DataFrame:
@@ -453,7 +459,7 @@ class LakeTable:
         whose partition values and column statistics rule it out; a ``where``/``filter``
         called on the result does the same.
         """
-        return read_table(self._lake.spark, self._lake.lake, self.state(version, timestamp),
+        return read_table(self._lake.spark, self._lake.catalog, self.state(version, timestamp),
                           metadata=metadata, where=where)
 
     # ------------------------------------------------------------------ maintenance
@@ -495,12 +501,12 @@ class LakeTable:
 
     def _sources(self, start: Bound, end: Bound | None) -> spark_changes.ChangeSources:
         if end is None:
-            end = self._lake.lake.latest_snapshot().snapshot_id
-        return spark_changes.load_sources(self._lake.lake, self.schema_name, self.table_name,
+            end = self._lake.catalog.latest_snapshot().snapshot_id
+        return spark_changes.load_sources(self._lake.catalog, self.schema_name, self.table_name,
                                           start, end)
 
     def _target(self) -> dml.Target:
-        return dml.Target(self._lake.spark, self._lake.lake, self.schema_name, self.table_name,
+        return dml.Target(self._lake.spark, self._lake.catalog, self.schema_name, self.table_name,
                           self._lake.commit_info)
 
     def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
@@ -583,8 +589,8 @@ class LakeTable:
         if add or drop or retype or nullability:
             tables.alter_columns(tx, ref, add=add, drop=drop, retype=retype,
                                  nullability=nullability)
-            with self._lake.lake.read() as conn:
-                first = self._lake.lake.max_column_id(state.table.table_id, conn) + 1
+            with self._lake.catalog.read() as conn:
+                first = self._lake.catalog.max_column_id(state.table.table_id, conn) + 1
             types = {n.lower(): t for n, t in retype}
             nulls = {n.lower(): a for n, a in nullability}
             columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type),

@@ -27,7 +27,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from sqlalchemy import Connection, text
 
 from ..lake import options as lake_options
-from ..lake.catalog import Lake, build_column_tree, join_path, visible
+from ..lake.catalog import Catalog, build_column_tree, join_path, visible
 from ..lake.delete_files import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -130,7 +130,7 @@ def _leaf_ids(columns: Sequence[ColumnInfo]) -> frozenset[int]:
     return frozenset(n.column_id for c in columns for n in c.walk() if not n.children)
 
 
-def held_columns(lake: Lake, conn: Connection,
+def held_columns(lake: Catalog, conn: Connection,
                  files: Sequence[DataFile]) -> dict[int, frozenset[int]]:
     """Data file id -> the leaf column ids of its column statistics, for the files a
     compaction wrote (``row_id_start`` NULL: rewritten, flushed, or merged with embedded row
@@ -154,10 +154,10 @@ def held_columns(lake: Lake, conn: Connection,
 # rewrites how older snapshots are stored, and commits a snapshot doing so), so a state stays
 # valid as long as the lake's latest snapshot is the one it was read under. A state of the
 # latest snapshot stays valid longer: until a snapshot changes its table (see _untouched).
-_STATES: weakref.WeakKeyDictionary[Lake, OrderedDict[tuple[Any, ...], TableState]] = \
+_STATES: weakref.WeakKeyDictionary[Catalog, OrderedDict[tuple[Any, ...], TableState]] = \
     weakref.WeakKeyDictionary()
 # (lake, schema, table) -> (latest state, the latest snapshot it is known to be valid at)
-_LATEST: weakref.WeakKeyDictionary[Lake, dict[tuple[str, str], tuple[TableState, int]]] = \
+_LATEST: weakref.WeakKeyDictionary[Catalog, dict[tuple[str, str], tuple[TableState, int]]] = \
     weakref.WeakKeyDictionary()
 # changes_made tokens that name the table they change by id
 _TABLE_CHANGES = frozenset({
@@ -172,7 +172,7 @@ _STATES_PER_LAKE = 64
 _STATES_LOCK = threading.Lock()
 
 
-def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = None,
+def load_state(lake: Catalog, schema_name: str, table_name: str, at: int | None = None,
                contents: bool = True) -> TableState:
     """Read the catalog state of a table at ``at`` (latest by default) in one transaction.
 
@@ -251,7 +251,7 @@ def load_state(lake: Lake, schema_name: str, table_name: str, at: int | None = N
     return state
 
 
-def _untouched(lake: Lake, conn: Connection, state: TableState, since: int, until: int) -> bool:
+def _untouched(lake: Catalog, conn: Connection, state: TableState, since: int, until: int) -> bool:
     """Whether no snapshot ``since < s <= until`` changed the table of ``state``, so that
     the state read at ``since`` is the table at ``until`` as well.
 
@@ -280,7 +280,7 @@ def _untouched(lake: Lake, conn: Connection, state: TableState, since: int, unti
     return True
 
 
-def read(spark: SparkSession, lake: Lake, state: TableState, metadata: bool = False,
+def read(spark: SparkSession, lake: Catalog, state: TableState, metadata: bool = False,
          where: str | Column | None = None) -> DataFrame:
     """The table at ``state.snapshot_id``, filtered by ``where``, over only the data files
     whose partition values and statistics allow a row ``where`` keeps (:mod:`.skipping`).
@@ -357,7 +357,7 @@ def scan_inserted(spark: SparkSession, state: TableState, since: int) -> DataFra
         .where(F.col(SNAPSHOT_ID) > F.lit(since))
 
 
-def lake_text(lake: Lake, sql: str):  # noqa: ANN201 - sqlalchemy TextClause
+def lake_text(lake: Catalog, sql: str):  # noqa: ANN201 - sqlalchemy TextClause
     from sqlalchemy import text
 
     return text(sql.format(ducklake_column=lake.t("ducklake_column")))

@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake import pruning
-from ..lake.catalog import Lake
+from ..lake.catalog import Catalog
 from ..lake.errors import InvalidArgumentError
 from ..lake.models import DataFile
 from ..lake.pruning import Predicate
@@ -306,7 +306,7 @@ class Reading:
                 f"(skipped by partition: {s.by_partition}, by statistics: {s.by_statistics})")
 
 
-def judge(lake: Lake, state: Any, filters: list[ScanFilter],
+def judge(lake: Catalog, state: Any, filters: list[ScanFilter],
           live: bool = True) -> pruning.Skipped:
     """The files of ``state`` (a :class:`.read.TableState`) that the scans in ``filters``
     (those of this table at this snapshot) may need; a file read by a scan without a usable
@@ -337,7 +337,7 @@ def judge(lake: Lake, state: Any, filters: list[ScanFilter],
     return pruning.Skipped(kept, len(state.data_files), by_partition, by_statistics)
 
 
-def file_facts(lake: Lake, state: Any, column_ids: set[int], live: bool = True
+def file_facts(lake: Catalog, state: Any, column_ids: set[int], live: bool = True
                ) -> tuple[dict[int, pruning.FileFacts], dict[int, dict[int, pruning.ColumnFacts]]]:
     """Partition facts and statistics facts per data file of ``state`` for ``column_ids``,
     read once per table state (a snapshot never changes) and kept on it."""

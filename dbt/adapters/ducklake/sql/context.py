@@ -96,7 +96,7 @@ class StatementContext:
 
     def exists(self, name: LakeName) -> str | None:
         """``'table'``, ``'view'`` or ``None``."""
-        lake = self.lake.lake
+        lake = self.lake.catalog
         for kind, relation in lake.relations(name.schema):
             if relation.lower() == name.name.lower():
                 return kind

@@ -298,9 +298,9 @@ def comment_on_table(ctx: StatementContext, plan: Any, sql: str) -> StatementRes
 def alter_columns(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     """ALTER COLUMN: SET/DROP NOT NULL (checked against the data), TYPE, COMMENT."""
     name = ctx.written_name(name_parts(plan.table()))
-    table = ctx.lake.lake.table(name.schema, name.name)
+    table = ctx.lake.catalog.table(name.schema, name.name)
     specs = plan.specs()
-    current = {c.column_name.lower(): c.type for c in ctx.lake.lake.columns(table.table_id)}
+    current = {c.column_name.lower(): c.type for c in ctx.lake.catalog.columns(table.table_id)}
     retype, nullability, comments = [], [], {}
     for i in range(specs.size()):
         spec = specs.apply(i)

@@ -207,7 +207,7 @@ class ViewRegistry:
         """Drop every registered view if the lake has committed since they were registered."""
         if self.pinned_version is not None:
             return
-        latest = self.lake.lake.latest_snapshot().snapshot_id
+        latest = self.lake.catalog.latest_snapshot().snapshot_id
         with self._lock:
             if latest == self._snapshot:
                 return
@@ -234,7 +234,7 @@ class ViewRegistry:
             return self._register_snapshots(name)
         if name.feed is not None:
             return self._register_feed(name)
-        lake = self.lake.lake
+        lake = self.lake.catalog
         if name.version is not None:
             version = name.version
         elif name.timestamp is not None:
@@ -263,7 +263,7 @@ class ViewRegistry:
                 self._states.pop(name.view_name, None)
 
     def _register_feed(self, name: LakeName) -> bool:
-        lake = self.lake.lake
+        lake = self.lake.catalog
         start = name.start if name.start is not None else \
             lake.snapshots()[0].snapshot_id
         end = name.end if name.end is not None else (
@@ -275,7 +275,7 @@ class ViewRegistry:
         return True
 
     def _register_snapshots(self, name: LakeName) -> bool:
-        lake = self.lake.lake
+        lake = self.lake.catalog
         if name.name == CURRENT_SNAPSHOT:
             rows = [lake.snapshot(version=self.pinned_version)]
         elif name.name == SNAPSHOTS:
@@ -301,7 +301,7 @@ class ViewRegistry:
         return True
 
     def _register_view(self, name: LakeName, version: int | None) -> bool:
-        lake = self.lake.lake
+        lake = self.lake.catalog
         with lake.read() as conn:
             at = lake.snapshot(version=version, conn=conn).snapshot_id if version is not None \
                 else None
@@ -478,7 +478,8 @@ class ViewRegistry:
             state = source
         mine = [f for f in filters if f.scan.table_id == state.table.table_id
                 and f.scan.snapshot_id == state.snapshot_id]
-        skipped = skipping.judge(self.lake.lake, state, mine, live=not isinstance(source, tuple))
+        skipped = skipping.judge(self.lake.catalog, state, mine,
+                                 live=not isinstance(source, tuple))
         log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
                                    state.snapshot_id, skipped).describe())
         if len(skipped.kept) == skipped.total:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .. import files as lake_files
-from ..catalog import Lake, join_path
+from ..catalog import Catalog, join_path
 from ..commit import CommitContext, Transaction, uuid7
 from ..data_files import register_files
 from ..delete_files import delete_file_table, read_delete_file, schedule_for_deletion
@@ -81,7 +81,7 @@ class _DropEmptyTables:
     The flush has landed by then, so a failure here is only logged (by the commit): the
     tables stay, empty, and the next flush tries again."""
 
-    def __init__(self, lake: Lake) -> None:
+    def __init__(self, lake: Catalog) -> None:
         self.lake = lake
 
     def __call__(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, text
 
-from ..catalog import Lake, visible
+from ..catalog import Catalog, visible
 from ..commit import CommitContext, quote_name
 from ..models import ColumnInfo, FileColumnStats, InlinedDataTable
 from ..options import inlining_row_limit
@@ -172,7 +172,7 @@ def end_all_rows(ctx: CommitContext, table_id: int) -> int:
     return total
 
 
-def drop_empty_superseded_tables(lake: Lake) -> list[str]:
+def drop_empty_superseded_tables(lake: Catalog) -> list[str]:
     """Drop the inlined-data tables of older schema versions that hold no rows any more, with
     their ``ducklake_inlined_data_tables`` rows, as DuckDB does after a commit that flushed
     inlined data: the flush moved their rows to Parquet, and only the newest version's table
@@ -223,7 +223,8 @@ class InlinedRows:
     values: list[tuple[Any, ...]]
 
 
-def _columns_of_version(lake: Lake, conn: Connection, table: InlinedDataTable) -> list[ColumnInfo]:
+def _columns_of_version(lake: Catalog, conn: Connection,
+                        table: InlinedDataTable) -> list[ColumnInfo]:
     row = conn.execute(
         text(f"SELECT MAX(begin_snapshot) FROM {lake.t('ducklake_schema_versions')} "
              "WHERE table_id = :t AND schema_version <= :v"),
@@ -237,7 +238,7 @@ def _columns_of_version(lake: Lake, conn: Connection, table: InlinedDataTable) -
 
 
 def read_rows(
-    lake: Lake, conn: Connection, table_id: int, where: str, params: dict[str, Any],
+    lake: Catalog, conn: Connection, table_id: int, where: str, params: dict[str, Any],
     exact: bool = False,
 ) -> list[InlinedRows]:
     """Inlined rows of a table matching ``where`` (over begin_snapshot / end_snapshot).
@@ -274,7 +275,7 @@ def read_rows(
 
 
 def read_file_deletes(
-    lake: Lake, conn: Connection, table_id: int, at: int
+    lake: Catalog, conn: Connection, table_id: int, at: int
 ) -> dict[int, list[tuple[int, int]]]:
     """Inlined deletes from Parquet files visible at ``at``: file id -> [(position, snapshot)]."""
     name = inlined_delete_table(table_id)
@@ -289,7 +290,7 @@ def read_file_deletes(
     return out
 
 
-def live_size(lake: Lake, table_id: int, conn: Connection,
+def live_size(lake: Catalog, table_id: int, conn: Connection,
               at: int | None = None) -> tuple[int, int]:
     """(rows, bytes) of a table at a snapshot (latest by default): live files minus their
     deletes (delete files and inlined deletes) plus live inlined rows.
