@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from conftest import duckdb_connect
+from conftest import SPARK_TEST_CONF, duckdb_connect
 from oracle import duck_rows
 from reliability.support import REPO, child_env
 
@@ -54,8 +54,10 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, Path]]:  # noqa: ANN001
     base = tmp_path_factory.mktemp("cluster")
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
+    # the master and workers get the tests' short-work JVM (C1 compiler only, serial GC)
     env = child_env(SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(base / "work"),
-                    SPARK_LOG_DIR=str(base), SPARK_NO_DAEMONIZE="1")
+                    SPARK_LOG_DIR=str(base), SPARK_NO_DAEMONIZE="1",
+                    SPARK_DAEMON_JAVA_OPTS=SPARK_TEST_CONF["spark.driver.extraJavaOptions"])
     procs: list[subprocess.Popen] = []
     master_log = base / "master.log"
 
@@ -128,12 +130,16 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, tmp_path
         # executors run Python (UDFs, Python models) with this interpreter and package
         "spark.executorEnv.PYTHONPATH": REPO,
         "spark.pyspark.python": sys.executable,
+        # the tests' JVM and code generation settings, on the executors too
+        **{k: v for k, v in SPARK_TEST_CONF.items() if k not in (
+            "spark.driver.memory", "spark.default.parallelism", "spark.sql.shuffle.partitions")},
+        "spark.executor.extraJavaOptions": SPARK_TEST_CONF["spark.driver.extraJavaOptions"],
     }
     url, work = cluster
     on_cluster = build(tmp_path, "cluster", url, conf)
     executors = [p for p in work.glob("app-*/*") if p.is_dir()]
     assert len(executors) >= 2, f"the build did not run executors on both workers: {executors}"
-    local = build(tmp_path, "local", "local[2]", {})
+    local = build(tmp_path, "local", "local[2]", SPARK_TEST_CONF)
     duck = duckdb_connect()
     for alias, lake in (("c", on_cluster), ("l", local)):
         duck.execute(f"ATTACH 'ducklake:sqlite:{lake}/catalog.sqlite' AS {alias} "

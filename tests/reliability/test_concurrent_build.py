@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import duckdb_connect
+from conftest import SPARK_TEST_CONF, duckdb_connect
 from oracle import duck_rows, spark_rows
 from reliability.support import REPO, child_env, leftovers
 
@@ -94,9 +94,7 @@ conc:
       threads: 4
       master: "local[2]"
       spark_conf:
-        spark.ui.enabled: "false"
-        spark.sql.shuffle.partitions: "2"
-        spark.sql.session.timeZone: UTC
+{spark_conf}
 """
 
 # A DuckDB writer process: inserts into one table until the stop file appears (at least
@@ -144,7 +142,8 @@ def write_project(root: Path, lake_target) -> None:  # noqa: ANN001
         (root / name).write_text(body)
     (root / "profiles.yml").write_text(PROFILE.format(
         catalog=lake_target.catalog, metadata_schema=lake_target.metadata_schema,
-        data_path=lake_target.data_path, schema=SCHEMA))
+        data_path=lake_target.data_path, schema=SCHEMA,
+        spark_conf="\n".join(f'        {k}: "{v}"' for k, v in SPARK_TEST_CONF.items())))
 
 
 def dbt_build(root: Path, run: int) -> subprocess.Popen:

@@ -21,14 +21,12 @@ from dbt.adapters.ducklake.spark import SparkLake
 
 
 def session(master: str) -> SparkSession:
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("ducklake-reliability-writer")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    from conftest import SPARK_TEST_CONF  # the tests' settings (tests/ is on the path)
+
+    builder = SparkSession.builder.master(master).appName("ducklake-reliability-writer")
+    for key, value in SPARK_TEST_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
