@@ -536,3 +536,30 @@ def test_renamed_and_recreated_tables(duck, lake):  # noqa: ANN001
     assert [f.name for f in lake.read("main.dr", version=v_old).schema.fields] == ["id", "a"]
     with pytest.raises(NotFoundError, match=f"main.dr does not exist .* {v_drop}"):
         lake.read("main.dr", version=v_drop)
+
+
+def test_odd_defaults_and_nested_names_read_back_exactly(duck, lake):  # noqa: ANN001
+    """Reads shape columns with Spark SQL text (``spark.expressions``): defaults holding a
+    quote, a backslash or a newline, and nested field names with a backtick or a dot, come
+    back as DuckDB reads them, for Parquet files and inlined rows written before the change."""
+    versions = [run(duck, "CALL lake.set_option('data_inlining_row_limit', 0)",
+                    'CREATE TABLE lake.odd (id INTEGER, "s`t" STRUCT("a.b" INTEGER, '
+                    '"c`d" VARCHAR))',
+                    "INSERT INTO lake.odd SELECT i, {'a.b': i, 'c`d': 'v' || i} "
+                    "FROM range(3) t(i)")]
+    versions.append(run(duck, "CALL lake.set_option('data_inlining_row_limit', 10)",
+                        "INSERT INTO lake.odd VALUES (10, {'a.b': 10, 'c`d': 'inl'})"))
+    versions.append(run(duck, "ALTER TABLE lake.odd ADD COLUMN q VARCHAR DEFAULT "
+                              "'it''s a \\ back\nslash'"))
+    versions.append(run(duck, 'ALTER TABLE lake.odd ADD COLUMN "s`t"."e''f" BIGINT'))
+    versions.append(run(duck, 'ALTER TABLE lake.odd RENAME COLUMN "s`t"."a.b" TO "x`y.z"'))
+    versions.append(run(duck, "INSERT INTO lake.odd VALUES (20, {'x`y.z': 20, 'c`d': 'n', "
+                              "'e''f': 7}, 'new')"))
+    assert spark_rows(lake.table("main.odd").read().where("id = 0").select("q")) == \
+        [("it's a \\ back\nslash",)]
+    check(duck, lake, "odd", versions)
+    table = lake.table("main.odd")
+    ours = spark_rows(table.changes(versions[0], versions[-1]))
+    theirs = duck_rows(duck, "SELECT * FROM ducklake_table_changes('lake', 'main', 'odd', "
+                             f"{versions[0]}, {versions[-1]})")
+    assert ours == theirs
