@@ -13,6 +13,15 @@ from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 pytestmark = pytest.mark.spark
 
 
+def counted(function):  # noqa: ANN001, ANN201
+    """``function``, counting its calls in ``.calls``."""
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        wrapper.calls += 1
+        return function(*args, **kwargs)
+    wrapper.calls = 0
+    return wrapper
+
+
 @pytest.fixture
 def engine(spark, lake):  # noqa: ANN001, ANN201
     return Engine(spark, lake, ViewRegistry(spark, lake))
@@ -127,11 +136,17 @@ def test_the_source_is_evaluated_once(spark, lake, duck, engine):  # noqa: ANN00
     assert_same(duck, "t", rows)
 
 
-def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engine):  # noqa: ANN001
+def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engine,  # noqa: ANN001
+                                                         monkeypatch):
     """The file statistics prune the merge: a file whose ids lie below every source id is
     never opened (moved away here, it would fail the read), and the result is unchanged."""
     import os
     import shutil
+
+    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
+
+    spark.conf.set(MIN_BYTES_CONF, "0")  # judge files however small the table
+    monkeypatch.setattr(merge, "_prune_by_source_keys", counted(merge._prune_by_source_keys))
 
     engine.execute("CREATE TABLE `main.t` (id BIGINT, v STRING)")
     for start in (0, 1000, 2000, 3000):
@@ -151,7 +166,9 @@ def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engi
                            "ON t.id = s.id WHEN MATCHED THEN DELETE")
     finally:
         shutil.move(path + ".away", path)
+        spark.conf.unset(MIN_BYTES_CONF)
     assert os.path.exists(path)
+    assert merge._prune_by_source_keys.calls == 2
     rows = table.read()
     assert rows.count() == 4500
     assert rows.where("v = 'new'").count() == 1000
@@ -167,3 +184,66 @@ def test_a_bad_condition_fails_even_when_the_source_is_empty(spark, lake, engine
         engine.execute("MERGE INTO `main.t` t USING (SELECT id FROM range(0)) s "
                        "ON t.nosuchcolumn = s.id WHEN NOT MATCHED THEN INSERT *")
     assert len(lake.snapshots()) == before
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_updated_and_inserted_rows_written_in_one_write(spark, lake, duck, engine,  # noqa: ANN001
+                                                         monkeypatch, partitioned):
+    """More outcome rows than the driver takes and no inlining: updated and inserted rows are
+    written by one Spark write into separate files. The updated rows' files carry their row
+    ids and the inserted rows' files none (DuckDB would read a NULL there as the row id), so
+    DuckDB and our reader agree on every row id, and the change feed shows updates as pre- and
+    postimages and new rows as inserts."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.ducklake.spark import write
+
+    monkeypatch.setattr(merge, "DRIVER_ROWS", 0)
+    writes = []
+    stage = write.stage
+    monkeypatch.setattr(write, "stage", lambda *a, **k: writes.append(k) or stage(*a, **k))
+    lake.set_option("data_inlining_row_limit", 0)
+    lake.create_table("main.t", spark.sql(
+        "SELECT id, id % 3 AS grp, CAST(id AS STRING) AS s FROM range(60)").repartition(3),
+        partition_by=["grp"] if partitioned else None)
+    before = {r[0]: r[1] for r in duck_rows(duck, "SELECT id, rowid FROM lake.t")}
+    writes.clear()
+    result = engine.execute("""
+        MERGE INTO `main.t` AS t
+        USING (SELECT id, id % 3 AS grp, 'v2' AS s FROM range(50, 70)) AS u
+        ON t.id = u.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    assert [k.get("split_new_rows") for k in writes] == [True]
+    sid = result.snapshot.snapshot_id
+    table = lake.table("main.t")
+    assert_same(duck, "t", table.read())
+    ours = {r["id"]: r["_ducklake_row_id"] for r in table.read(metadata=True).collect()}
+    theirs = dict(duck_rows(duck, "SELECT id, rowid FROM lake.t"))
+    assert ours == theirs
+    assert all(theirs[i] == before[i] for i in range(60))  # updated rows kept their ids
+    assert len(set(theirs.values())) == 70
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+    state = table.state()
+    new_files = [f for f in state.data_files if f.begin_snapshot == sid]
+    embeds = {}
+    for f in new_files:
+        names = pq.read_schema(state.path_of(f).removeprefix("file:")).names
+        ids = {r["_ducklake_row_id"] for r in table.read(metadata=True).collect()
+               if r["_ducklake_data_file_id"] == f.data_file_id}
+        embeds[min(ids) >= 60] = "_ducklake_internal_row_id" in names
+    assert embeds == {False: True, True: False}
+
+
+def test_a_small_target_takes_no_key_range_job(spark, lake, duck, engine, monkeypatch):  # noqa: ANN001
+    """Below the file-skipping threshold the target is read whole: the source's key range
+    (a Spark job of its own) is not computed, and the merge's answer is the same."""
+    monkeypatch.setattr(merge, "_prune_by_source_keys", counted(merge._prune_by_source_keys))
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(100)")
+    engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v FROM range(90, 110)) s
+                      ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED
+                      THEN INSERT *""")
+    assert merge._prune_by_source_keys.calls == 0
+    rows = lake.table("main.t").read()
+    assert rows.count() == 110 and rows.where("v = 'new'").count() == 20
+    assert_same(duck, "t", rows)

@@ -373,3 +373,33 @@ def test_retype_refuses_a_leaf_of_another_physical_type(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         pf.retype_file(str(path), {("x",): "time"})
     assert path.read_bytes() == raw
+
+
+def test_drop_last_column_leaves_a_file_without_it(tmp_path):  # noqa: ANN001
+    """The footer no longer names the column (schema, every row group's chunks, column
+    orders, Spark's schema), and the other columns read back unchanged, row group by row
+    group."""
+    import json
+
+    from dbt.adapters.ducklake.lake.parquet_footer import drop_last_column
+
+    path = str(tmp_path / "f.parquet")
+    spark_schema = {"type": "struct", "fields": [
+        {"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("a", "s", "x")]}
+    table = pa.table({"a": pa.array(range(1000)),
+                      "s": pa.array([{"k": i} for i in range(1000)]),
+                      "x": pa.array([None] * 1000, pa.int64())}).replace_schema_metadata(
+        {"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_schema)})
+    pq.write_table(table, path, row_group_size=300)
+    size, _ = drop_last_column(path, "x")
+    assert os.path.getsize(path) == size
+    got = pq.ParquetFile(path)
+    assert got.schema_arrow.names == ["a", "s"]
+    assert got.metadata.num_row_groups == 4 and got.metadata.num_columns == 2
+    assert got.read().to_pydict() == \
+        table.drop_columns(["x"]).to_pydict()
+    kept = json.loads(got.metadata.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
+    assert [f["name"] for f in kept["fields"]] == ["a", "s"]
+    for name in ("a", "s", "nope"):  # only the last top-level leaf column can go
+        with pytest.raises(ValueError, match="last top-level leaf"):
+            drop_last_column(path, name)

@@ -575,3 +575,76 @@ def retype_file(path: str, leaves: Mapping[tuple[str, ...], str],
     if new == footer:
         return start + len(footer) + 8, len(footer)
     return _write_footer(path, start, new)
+
+
+# ---------------------------------------------------------------------------------- dropping
+FILE_META_KEY_VALUE = 5  # FileMetaData.key_value_metadata: list<KeyValue(key 1, value 2)>
+FILE_META_COLUMN_ORDERS = 7  # FileMetaData.column_orders: list<ColumnOrder>, one per leaf
+ROW_GROUP_TOTAL_BYTE_SIZE = 2  # RowGroup.total_byte_size: i64 (uncompressed)
+ROW_GROUP_TOTAL_COMPRESSED_SIZE = 6  # RowGroup.total_compressed_size: i64
+META_TOTAL_UNCOMPRESSED, META_TOTAL_COMPRESSED = 6, 7  # ColumnMetaData sizes: i64
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def drop_last_column(path: str, name: str) -> tuple[int, int]:
+    """Remove the top-level leaf column ``name``, which must be the file's last column, from
+    the footer of the local Parquet file ``path`` (in place, and safe for the same reason as
+    :func:`set_field_ids`); returns (file size, footer length).
+
+    Its data pages stay in the file, unreferenced, as bytes no reader looks at: the footer
+    alone says which columns a file has. Readers then see the file as if written without the
+    column. A write of new rows and of updated rows together (MERGE) gives the new rows'
+    files no ``_ducklake_internal_row_id`` this way: DuckDB takes a NULL in that column for
+    the row id itself, not as "use ``row_id_start``".
+    """
+    start, _footer, meta, nodes = _file_metadata(path)
+    schema = meta.get(FILE_META_SCHEMA).value.items  # type: ignore[union-attr]
+    last = schema[-1]
+    label = last.get(SCHEMA_NAME)
+    if (name,) not in nodes or nodes[(name,)] is not last or label is None \
+            or last.get(SCHEMA_NUM_CHILDREN) is not None:
+        raise ValueError(f"{path}: {name!r} is not the last top-level leaf column")
+    leaves = sum(1 for node in schema[1:] if node.get(SCHEMA_NUM_CHILDREN) is None)
+    if leaves < 2:
+        raise ValueError(f"{path}: {name!r} is the file's only column")
+    del schema[-1]
+    root_children = schema[0].get(SCHEMA_NUM_CHILDREN)
+    assert root_children is not None  # the file has other columns (checked above)
+    root_children.value -= 1
+    groups = meta.get(FILE_META_ROW_GROUPS)
+    for group in groups.value.items if groups is not None else []:
+        chunks = group.get(ROW_GROUP_COLUMNS).value.items
+        chunk = chunks.pop()
+        info = chunk.get(CHUNK_META)
+        column_path = info.value.get(META_PATH) if info is not None else None
+        if column_path is None or list(column_path.value.items) != [name.encode()]:
+            raise ValueError(f"{path}: the last column chunk is not {name!r}")
+        for total, size in ((ROW_GROUP_TOTAL_BYTE_SIZE, META_TOTAL_UNCOMPRESSED),
+                            (ROW_GROUP_TOTAL_COMPRESSED_SIZE, META_TOTAL_COMPRESSED)):
+            have, minus = group.get(total), info.value.get(size)
+            if have is not None and minus is not None:
+                have.value -= minus.value
+    orders = meta.get(FILE_META_COLUMN_ORDERS)
+    if orders is not None and len(orders.value.items) == leaves:
+        orders.value.items.pop()
+    _drop_from_spark_schema(meta, name)
+    new = encode_struct(meta)
+    if encode_struct(decode_struct(new)) != new:
+        raise AssertionError("re-encoded Parquet footer does not round-trip")
+    return _write_footer(path, start, new)
+
+
+def _drop_from_spark_schema(meta: TStruct, name: str) -> None:
+    """Remove field ``name`` from the Spark schema Spark keeps in the footer's key-value
+    metadata (what Spark infers a file's schema from), when there is one."""
+    import json
+
+    pairs = meta.get(FILE_META_KEY_VALUE)
+    for pair in pairs.value.items if pairs is not None else []:
+        key, value = pair.get(1), pair.get(2)
+        if key is None or key.value != SPARK_SCHEMA_KEY or value is None:
+            continue
+        spark_schema = json.loads(value.value)
+        spark_schema["fields"] = [f for f in spark_schema.get("fields", [])
+                                  if f.get("name") != name]
+        value.value = json.dumps(spark_schema, separators=(",", ":")).encode()

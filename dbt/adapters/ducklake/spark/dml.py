@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..lake import data_files, delete_files
+from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
 from ..lake.commit import Transaction
@@ -130,16 +131,8 @@ def stage_insert(
             df = spark.createDataFrame(df, schema=from_arrow_schema(
                 df.schema, prefer_timestamp_ntz=True))
     if rows is None:
-        with lake.read() as conn:
-            compression = lake_options.parquet_compression(lake, conn, schema_id,
-                                                           table_id)
-            if partition_keys is None:
-                partition_keys = ()
-                if table_id is not None:
-                    spec = lake.partition_spec(
-                        table_id, lake.latest_snapshot(conn).snapshot_id, conn)
-                    if spec is not None:
-                        partition_keys = keys_of_spec(spec, columns)
+        compression, partition_keys = _file_settings(lake, schema_id, table_id, columns,
+                                                     partition_keys)
         conformed = spark_write.conform(df, columns, row_ids=row_ids)
         if inline_ok and limit > 0 and df.isLocal():
             local = spark_write.local_rows(conformed)
@@ -156,6 +149,31 @@ def stage_insert(
         else:
             new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
             tx.files_written.extend(paths)
+    return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
+
+
+def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
+                   columns: list[ColumnInfo], partition_keys: Sequence[PartitionKey] | None,
+                   ) -> tuple[str, Sequence[PartitionKey]]:
+    """The Parquet compression a write into the table uses, and its partition keys (the
+    table's live partition spec unless ``partition_keys`` are given)."""
+    with lake.read() as conn:
+        compression = lake_options.parquet_compression(lake, conn, schema_id, table_id)
+        if partition_keys is None:
+            partition_keys = ()
+            if table_id is not None:
+                spec = lake.partition_spec(
+                    table_id, lake.latest_snapshot(conn).snapshot_id, conn)
+                if spec is not None:
+                    partition_keys = keys_of_spec(spec, columns)
+    return compression, partition_keys
+
+
+def _register(tx: Transaction, ref: TableRef, rows: pa.Table | None,
+              new_files: list[data_files.NewDataFile], row_ids: bool, replace: bool = False,
+              inlined_row_ids: list[int] | None = None) -> int:
+    """Stage the insert (or replacement) of ``rows`` as inlined rows and of ``new_files``;
+    returns the rows staged."""
     inlined: list[dict[str, Any]] = []
     ids = inlined_row_ids
     if rows is not None and rows.num_rows:
@@ -167,6 +185,51 @@ def stage_insert(
     else:
         data_files.insert(tx, ref, new_files, inlined, ids)
     return len(inlined) + sum(f.record_count for f in new_files)
+
+
+def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
+                       df: DataFrame) -> tuple[int, int]:
+    """Stage rows that keep their row ids (``ROW_ID_COLUMN`` set: a MERGE's updated rows) and
+    new rows (NULL there: its inserted rows) with one Spark write instead of one per kind
+    (:func:`.write.stage`'s ``split_new_rows``); returns (rows kept, new rows).
+
+    Each kind becomes inlined rows when it is within the table's inlining limit, else files:
+    the kept rows' files carry their row ids, the new rows' files none, as two writes would.
+    Only for a local data path: elsewhere a file's footer cannot be edited in place, and
+    :func:`stage_insert` of each kind does the same.
+    """
+    lake, table_id, schema_id = target.lake, state.table.table_id, state.schema.schema_id
+    columns = state.columns
+    ref = TableRef(table_id)
+    if not lake_files.is_local(state.table_dir):
+        kept = df.where(F.col(ROW_ID_COLUMN).isNotNull())
+        new = df.where(F.col(ROW_ID_COLUMN).isNull()).drop(ROW_ID_COLUMN)
+        return (target.stage(tx, state, kept, row_ids=True), target.stage(tx, state, new))
+    inline_ok = can_inline(columns, lake.dialect)
+    with lake.read() as conn:
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
+    compression, keys = _file_settings(lake, schema_id, table_id, columns, None)
+    staged = spark_write.stage(target.spark, spark_write.conform(df, columns, row_ids=True),
+                               state.table_dir, columns, row_ids=True, partition_keys=keys,
+                               compression=compression, split_new_rows=True)
+    counts = []
+    try:
+        for new_rows in (False, True):
+            part = staged.part(new_rows)
+            rows: pa.Table | None = None
+            new_files: list[data_files.NewDataFile] = []
+            if inline_ok and limit > 0 and part.row_count <= limit:
+                rows = part.read_rows()
+                if rows is not None and new_rows:  # (the footer no longer names the column)
+                    rows = rows.select([c.column_name for c in columns])
+            else:
+                new_files, paths = part.publish(state.table_dir, columns,
+                                                row_ids=not new_rows)
+                tx.files_written.extend(paths)
+            counts.append(_register(tx, ref, rows, new_files, row_ids=not new_rows))
+    finally:
+        staged.discard()
+    return counts[0], counts[1]
 
 
 def append(target: Target, df: DataFrame | pa.Table, info: CommitInfo | None = None

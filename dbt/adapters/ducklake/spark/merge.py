@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +33,7 @@ from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.options import inlining_row_limit
 from ..lake.value_text import encode_value
 from . import skipping
-from .dml import CommitInfo, Target, arrow_locations
+from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new
 from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
 from .types import spark_type
 
@@ -88,13 +89,19 @@ def merge_into(
     src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
     frame: DataFrame | None = None
 
-    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds) -> DataFrame:
+    def matched(target: DataFrame) -> DataFrame:
+        """The target rows some source row matches: without ``WHEN NOT MATCHED BY SOURCE``
+        only they can be touched. A semi join (broadcast when the source is small) keeps the
+        merge join from shuffling the whole target; the scan applies it before the rows get
+        their row ids (:func:`.read.scan`'s ``keep``)."""
+        return target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
+
+    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds,
+             semi_joined: bool = False) -> DataFrame:
         """The merge's outcome rows; building it analyses the ON condition and clauses.
         Without ``not_matched`` the source rows no target row matches are left out."""
-        if NOT_MATCHED_BY_SOURCE not in kinds:
-            # Only target rows some source row matches can be touched: a semi join (broadcast
-            # when the source is small) keeps the merge join from shuffling the whole target.
-            target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
+        if NOT_MATCHED_BY_SOURCE not in kinds and not semi_joined:
+            target = matched(target)
         target = target.withColumn("__ducklake_t", F.lit(True))
         how = {(True, True): "full", (True, False): "right", (False, True): "left",
                (False, False): "inner"}[(not_matched, NOT_MATCHED_BY_SOURCE in kinds)]
@@ -104,7 +111,10 @@ def merge_into(
             .select(*_outcome(clauses, columns, by_lower, t, s, source.columns))
 
     try:
-        if NOT_MATCHED_BY_SOURCE not in kinds:
+        # A target too small for file skipping to pay (skipping.worth_judging) is read whole:
+        # no separate job for the source's key range; the merge job evaluates the source.
+        if NOT_MATCHED_BY_SOURCE not in kinds and state.data_files and \
+                skipping.worth_judging(table.spark, state.data_files):
             pruned = _prune_by_source_keys(table, state, src, on, t, s)
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
@@ -112,9 +122,11 @@ def merge_into(
                 plan(scan(table.spark, state, metadata=True))
                 return MergeResult(None, 0, 0, 0)
             state = pruned
-        state = _skip_files(table, state, plan)
-        frame = plan(scan(table.spark, state, metadata=True)).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        state = _skip_files(table, state, plan, on, t, s)
+        by_source = NOT_MATCHED_BY_SOURCE in kinds
+        frame = plan(scan(table.spark, state, metadata=True,
+                          keep=None if by_source else matched),
+                     semi_joined=not by_source).persist(StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
         inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]
@@ -151,6 +163,13 @@ def merge_into(
         delete_files.delete(tx, ref, positions, inlined)
         counts = {"touched": sum(len(p) for p in positions.values()) + len(inlined),
                   "updated": 0, "inserted": 0}
+        if isinstance(updates, DataFrame) and isinstance(inserts, DataFrame):
+            # one Spark write for both kinds of rows, into separate files
+            both = frame.where(F.col(ACTION).isin(updating + inserting)).select(
+                *names, F.when(F.col(ACTION).isin(updating), F.col(ROW_ID))
+                .alias(ROW_ID_COLUMN))
+            counts["updated"], counts["inserted"] = stage_kept_and_new(table, tx, state, both)
+            updates = inserts = None
         for rows, row_ids in ((updates, True), (inserts, False)):
             if rows is None:
                 continue
@@ -193,13 +212,14 @@ def merge_into(
         src.unpersist()
 
 
-def _skip_files(table: Target, state: TableState,
-                plan: Callable[[DataFrame], DataFrame]) -> TableState:
+def _skip_files(table: Target, state: TableState, plan: Callable[[DataFrame], DataFrame],
+                on: str, t: str, s: str) -> TableState:
     """The table state without the data files the merge's own filters on the target rule out:
     the target-only conditions of the ON clause (dbt's ``incremental_predicates``), which Spark
     pushes onto the target scan, judged by partition values and statistics (:mod:`.spark.
-    skipping`)."""
-    if not state.data_files or not skipping.worth_judging(table.spark, state.data_files):
+    skipping`). An ON condition of key equalities alone is not planned for it."""
+    if not state.data_files or not skipping.worth_judging(table.spark, state.data_files) \
+            or only_equi_keys(on, t, s):
         return state
     try:
         probe = plan(scan(table.spark, state, metadata=True, probe=True))
@@ -255,17 +275,35 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
     return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds, ranges))
 
 
-def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
-    """(target column, source column), lower-cased, for each ``t.a = s.b`` that is one of the
-    ON condition's top-level AND terms; nothing for a condition sqlglot cannot parse."""
+def _terms(on: str) -> list[Any] | None:
+    """The ON condition's top-level AND terms as sqlglot trees; ``None`` if it does not parse."""
     import sqlglot
     from sqlglot import exp
 
     try:
         tree = sqlglot.parse_one(on, read="spark")
     except sqlglot.errors.ParseError:
+        return None
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+
+
+def only_equi_keys(on: str, t: str, s: str) -> bool:
+    """Whether every top-level AND term of the ON condition is an equality ``t.a = s.b``:
+    then Spark puts no filter on the target scan that statistics could judge (it infers only
+    ``IS NOT NULL``). Any other term may be one, directly (dbt's ``incremental_predicates``)
+    or inferred through an equality (``s.a > 5`` gives ``t.a > 5``)."""
+    terms = _terms(on)
+    return terms is not None and len(equi_keys(on, t, s)) == len(terms)
+
+
+def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
+    """(target column, source column), lower-cased, for each ``t.a = s.b`` that is one of the
+    ON condition's top-level AND terms; nothing for a condition sqlglot cannot parse."""
+    from sqlglot import exp
+
+    terms = _terms(on)
+    if terms is None:
         return []
-    terms = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
     out = []
     for term in terms:
         if not isinstance(term, exp.EQ):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +34,13 @@ from ..lake.delete_files import (
 from ..lake.errors import DataFileError, SchemaMismatchError
 from ..lake.file_stats import file_column_stats
 from ..lake.models import ColumnInfo, NameMappingSpec, NewDataFile
-from ..lake.parquet_footer import BoundsOf, retype_bytes, retype_file, set_field_ids
+from ..lake.parquet_footer import (
+    BoundsOf,
+    drop_last_column,
+    retype_bytes,
+    retype_file,
+    set_field_ids,
+)
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
 from . import expressions as sql
@@ -278,17 +284,29 @@ class StagedWrite:
     field_ids_complete: bool = True
     partition_keys: tuple[PartitionKey, ...] = ()
     partition_values: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+    # files of new rows in a write split by stage(split_new_rows=True): no row-id column
+    new_rows: set[str] = field(default_factory=set)
+    owns_staging: bool = True  # False for a part(): the whole write discards the directory
 
     @property
     def row_count(self) -> int:
         return sum(m.num_rows for _, m, _, _ in self.files)
+
+    def part(self, new_rows: bool) -> StagedWrite:
+        """The files of a split write (:func:`stage`'s ``split_new_rows``) that hold new rows,
+        or those that hold rows keeping their row ids. A part leaves the staging directory to
+        the whole write's :meth:`discard`."""
+        files = [f for f in self.files if (f[0] in self.new_rows) == new_rows]
+        return replace(self, files=files, owns_staging=False,
+                       new_rows={f[0] for f in files} if new_rows else set())
 
     def read_rows(self) -> pa.Table | None:
         tables = [lake_files.read_table(p) for p, _, _, _ in self.files]
         return pa.concat_tables(tables) if tables else None
 
     def discard(self) -> None:
-        _hadoop_delete(self.spark, self.staging_dir)
+        if self.owns_staging:
+            _hadoop_delete(self.spark, self.staging_dir)
 
     def publish(self, table_dir: str, columns: Sequence[ColumnInfo],
                 row_ids: bool = False, snapshot_ids: bool = False,
@@ -299,6 +317,8 @@ class StagedWrite:
         a hive directory: compaction keeps a partition's files together, as DuckDB requires.
         """
         leaves = parquet_leaves(columns)
+        if self.new_rows and row_ids:
+            raise AssertionError("files of new rows carry no row ids: publish them apart")
         mapping = None if self.field_ids_complete else name_mapping(columns, row_ids,
                                                                     snapshot_ids)
         out: list[NewDataFile] = []
@@ -338,17 +358,33 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
           columns: Sequence[ColumnInfo], row_ids: bool = False,
           partition_keys: Sequence[PartitionKey] = (), snapshot_ids: bool = False,
           compression: str = "snappy", sort_by: Sequence[Any] = (),
-          single_file: bool = False, drop_after_sort: Sequence[str] = ()) -> StagedWrite:
+          single_file: bool = False, drop_after_sort: Sequence[str] = (),
+          split_new_rows: bool = False) -> StagedWrite:
     """Have Spark write ``df`` (already conformed) under a staging directory of the table.
 
     With ``partition_keys`` every file holds the rows of exactly one partition: rows are
     shuffled by their key values (one file per partition and write, not one per task) and
     each file is labelled with DuckDB's partition values from one of its rows.
+
+    ``split_new_rows`` (with ``row_ids``, on a local data path) writes rows that keep their
+    row id and new rows (a NULL row id) in one job but into separate files, and removes the
+    row-id column from the new rows' files (:func:`.parquet_footer.drop_last_column`), so
+    that they take fresh row ids as an insert's do: MERGE's updated and inserted rows.
+    :meth:`StagedWrite.part` tells the two kinds of files apart.
     """
     staging = f"{table_dir}{lake_files.STAGING_MARK}{uuid.uuid4().hex}"
     keys = tuple(partition_keys)
+    if split_new_rows and not (row_ids and lake_files.is_local(table_dir)):
+        raise AssertionError("split_new_rows needs row ids and a local data path")
+    new_kind = F.when(F.col(ROW_ID_COLUMN).isNull(), F.lit(_NEW_ROWS)).otherwise(F.lit("k")) \
+        if split_new_rows else None
     if keys:
-        df = df.withColumn(PARTITION_COLUMN, layout_column(keys)).repartition(PARTITION_COLUMN)
+        layout = layout_column(keys)
+        if new_kind is not None:
+            layout = F.concat(new_kind, layout)
+        df = df.withColumn(PARTITION_COLUMN, layout).repartition(PARTITION_COLUMN)
+    elif new_kind is not None:  # each task writes a file of each kind it holds rows of
+        df = df.withColumn(PARTITION_COLUMN, new_kind)
     elif single_file:  # compaction output: one file
         df = df.repartition(1)
     if sort_by:  # after the shuffle, so that each file is written in this order
@@ -373,7 +409,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         # the lake's parquet_compression option; Spark spells "uncompressed" "none"
         writer = writer.option("compression",
                                "none" if compression == "uncompressed" else compression)
-        if keys:
+        if keys or split_new_rows:
             writer = writer.partitionBy(PARTITION_COLUMN)
         writer.parquet(staging)
         values = observation.get
@@ -396,7 +432,7 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     retyped = physical.leaves(columns)
     try:
         labels: dict[str, tuple[str | None, ...]] = {}
-        for path in _hadoop_list(spark, staging, recursive=bool(keys)):
+        for path in _hadoop_list(spark, staging, recursive=bool(keys) or split_new_rows):
             if not path.endswith(".parquet"):
                 continue
             if retyped:  # columns written physically get DuckDB's logical types
@@ -410,6 +446,10 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
                     set_field_ids(path, ids)
                 else:
                     staged.field_ids_complete = False
+            if split_new_rows and \
+                    path.rsplit("/", 2)[-2].startswith(f"{PARTITION_COLUMN}={_NEW_ROWS}"):
+                drop_last_column(lake_files.strip_scheme(path), ROW_ID_COLUMN)
+                staged.new_rows.add(path)
             metadata, size, footer = lake_files.read_footer(path)
             if metadata.num_rows == 0:
                 continue
@@ -424,6 +464,10 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         raise
     faults.reach("files_staged")
     return staged
+
+
+# The hive directory value (prefix) of new rows' files in a split write (stage).
+_NEW_ROWS = "n"
 
 
 # pyarrow's spelling of the lake's parquet_compression codecs (Spark says "none" as well)
