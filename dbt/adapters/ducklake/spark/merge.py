@@ -89,19 +89,13 @@ def merge_into(
     src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
     frame: DataFrame | None = None
 
-    def matched(target: DataFrame) -> DataFrame:
-        """The target rows some source row matches: without ``WHEN NOT MATCHED BY SOURCE``
-        only they can be touched. A semi join (broadcast when the source is small) keeps the
-        merge join from shuffling the whole target; the scan applies it before the rows get
-        their row ids (:func:`.read.scan`'s ``keep``)."""
-        return target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
-
-    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds,
-             semi_joined: bool = False) -> DataFrame:
+    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds) -> DataFrame:
         """The merge's outcome rows; building it analyses the ON condition and clauses.
         Without ``not_matched`` the source rows no target row matches are left out."""
-        if NOT_MATCHED_BY_SOURCE not in kinds and not semi_joined:
-            target = matched(target)
+        if NOT_MATCHED_BY_SOURCE not in kinds:
+            # Only target rows some source row matches can be touched: a semi join (broadcast
+            # when the source is small) keeps the merge join from shuffling the whole target.
+            target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
         target = target.withColumn("__ducklake_t", F.lit(True))
         how = {(True, True): "full", (True, False): "right", (False, True): "left",
                (False, False): "inner"}[(not_matched, NOT_MATCHED_BY_SOURCE in kinds)]
@@ -123,10 +117,8 @@ def merge_into(
                 return MergeResult(None, 0, 0, 0)
             state = pruned
         state = _skip_files(table, state, plan, on, t, s)
-        by_source = NOT_MATCHED_BY_SOURCE in kinds
-        frame = plan(scan(table.spark, state, metadata=True,
-                          keep=None if by_source else matched),
-                     semi_joined=not by_source).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = plan(scan(table.spark, state, metadata=True)).persist(
+            StorageLevel.MEMORY_AND_DISK)
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
         inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]

@@ -463,7 +463,6 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 def scan(
     spark: SparkSession, state: TableState, metadata: bool = False,
     embedded_snapshot: bool = False, probe: bool = False, carrier: bool = False,
-    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
@@ -483,11 +482,6 @@ def scan(
     snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
     rows, so the read costs what ``spark.read.parquet`` of the same files costs, and Spark's
     column pruning and filter pushdown apply as usual.
-
-    ``keep`` filters the rows of each part (the table's columns, by name) before file facts
-    are joined to them: MERGE passes its semi join with the source, so that only the rows the
-    source matches pay for their row ids (Spark does not push a semi join below them itself).
-    The result is the same as applying ``keep`` to the whole scan.
     """
     s = state.snapshot_id
     if carrier and state.inlined:
@@ -520,12 +514,12 @@ def scan(
         plain_ids = {f.data_file_id for f in plain}
         joined = [f for f in files if f.data_file_id not in plain_ids]
         if plain:
-            part = _scan_group(spark, state, file_columns, by_name, plain,
-                               dict(constants), plain=True, probe=probe, carrier=carrier)
-            parts.append(part if keep is None else keep(part))
+            parts.append(_scan_group(spark, state, file_columns, by_name, plain,
+                                     dict(constants), plain=True, probe=probe,
+                                     carrier=carrier))
         if joined:
             part = _scan_group(spark, state, file_columns, by_name, joined, dict(constants),
-                               probe=probe, carrier=carrier, keep=keep)
+                               probe=probe, carrier=carrier)
             if not probe:
                 part = _without_deleted(spark, part, {
                     f.data_file_id: deleted[f.data_file_id] for f in joined
@@ -533,7 +527,7 @@ def scan(
             parts.append(sql.select(part, wanted) if columns_only else part)
     if not probe:  # inlined rows are never skipped: a probe need not plan them
         parts.extend(sql.select(part, wanted) if columns_only else part
-                     for part in _inlined_frames(spark, state, keep))
+                     for part in _inlined_frames(spark, state))
     if not parts:
         schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
                              for c in state.columns] + _meta_fields()
@@ -593,12 +587,10 @@ def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
     plain: bool = False, probe: bool = False, carrier: bool = False,
-    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
     the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
-    the metadata columns, deletes and the embedded-snapshot filter), after ``keep`` (see
-    :func:`scan`) filtered the shaped rows."""
+    the metadata columns, deletes and the embedded-snapshot filter)."""
     fields = []
     token = skipping.remember_scan(state.table.table_id, state.snapshot_id, files)
     current = {c.column_id: c for c in state.columns}
@@ -626,37 +618,33 @@ def _scan_group(
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return sql.select(df, _shaped(state, file_columns, constants, carrier))
-    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
-    position = sql.ident(POSITION)
-    df = df.selectExpr("*", f"_metadata.file_path AS {_PATH}",
-                       f"_metadata.row_index AS {position}") \
-        .where(f"{embedded} IS NULL OR {embedded} <= {state.snapshot_id}")
-    carried = [sql.ident(_PATH), position, sql.ident(ROW_ID_COLUMN), embedded]
-    columns = _shaped(state, file_columns, constants, carrier)
-    if keep is not None:
-        df = keep(sql.select(df, [*columns, *carried]))
-        columns = [sql.ident(c.column_name) for c in state.columns]
     if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
         facts = ", ".join(
             f"{sql.string(spark_path(p))}, struct(CAST({f.data_file_id} AS BIGINT) AS __fid, "
             f"CAST({sql.literal(f.row_id_start)} AS BIGINT) AS __row_id_start, "
             f"CAST({f.begin_snapshot} AS BIGINT) AS __begin)"
             for p, f in zip(paths, files))
-        df = df.selectExpr("*", f"map({facts})[{_PATH}] AS __facts").where("__facts IS NOT NULL")
-        fact = "__facts."
+        df = df.selectExpr("*", f"map({facts})[_metadata.file_path] AS __facts",
+                           f"_metadata.row_index AS {sql.ident(POSITION)}")
+        found, fact = "__facts IS NOT NULL AND ", "__facts."
     else:
         catalog = local_frame(
             spark,
             [(spark_path(p), f.data_file_id, f.row_id_start, f.begin_snapshot)
              for p, f in zip(paths, files)],
-            StructType([StructField(_PATH, StringType()), StructField("__fid", LongType()),
+            StructType([StructField("__path", StringType()), StructField("__fid", LongType()),
                         StructField("__row_id_start", LongType()),
                         StructField("__begin", LongType())]),
         )
-        df = df.join(F.broadcast(catalog), on=_PATH, how="inner")
-        fact = ""
+        df = df.selectExpr("*", "_metadata.file_path AS __path",
+                           f"_metadata.row_index AS {sql.ident(POSITION)}") \
+            .join(F.broadcast(catalog), on="__path", how="inner")
+        found, fact = "", ""
+    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
+    position = sql.ident(POSITION)
+    df = df.where(f"{found}({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
     return sql.select(df, [
-        *columns,
+        *_shaped(state, file_columns, constants, carrier),
         f"{fact}__fid AS {sql.ident(FILE_ID)}",
         f"CAST({position} AS BIGINT) AS {position}",
         f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
@@ -664,10 +652,6 @@ def _scan_group(
         f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
         f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
     ])
-
-
-# The data file's path, from Spark's _metadata column, while a scan joins the file's facts.
-_PATH = "__ducklake_path"
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],
@@ -789,10 +773,7 @@ def _without_deleted(spark: SparkSession, part: DataFrame,
     return part.join(pairs, on=[FILE_ID, POSITION], how="left_anti")
 
 
-def _inlined_frames(spark: SparkSession, state: TableState,
-                    keep: Callable[[DataFrame], DataFrame] | None = None) -> list[DataFrame]:
-    """The inlined rows of ``state``, one frame per block, with the metadata columns (after
-    ``keep``, see :func:`scan`)."""
+def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
     frames = []
     current_ids = {c.column_id for c in state.columns}
     for block in state.inlined:
@@ -816,9 +797,6 @@ def _inlined_frames(spark: SparkSession, state: TableState,
             expr = _default(column) if old is None else \
                 reshape(sql.ident(old.column_name), old, column, physical=False)
             out.append(f"{expr} AS {sql.ident(column.column_name)}")
-        if keep is not None:
-            df = keep(sql.select(df, [*out, sql.ident(ROW_ID), sql.ident(SNAPSHOT_ID)]))
-            out = [sql.ident(c.column_name) for c in state.columns]
         frames.append(sql.select(df, [
             *out, f"CAST(NULL AS BIGINT) AS {sql.ident(FILE_ID)}",
             f"CAST(NULL AS BIGINT) AS {sql.ident(POSITION)}", sql.ident(ROW_ID),
