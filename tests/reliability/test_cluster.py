@@ -1,10 +1,13 @@
 """Scale-out: ``integration_project`` on a Spark standalone cluster gives what a local run gives.
 
 The test starts a master and two workers on loopback from the Spark that pyspark ships
-(``bin/spark-class``), builds the project once with ``master: spark://127.0.0.1:<port>`` and
-once with the default ``local[*]``, each on its own lake under a data path that driver and
-executors share (the local disk), and compares every table of both lakes through DuckDB.
-It skips, saying why, only when the cluster does not come up on this machine.
+(``bin/spark-class``), builds the project once with ``master: spark://127.0.0.1:<port>`` (a
+``dbt build`` in a new process: the driver of a cluster application) and once on ``local[2]``,
+each on its own lake under a data path that driver and executors share (the local disk), and
+compares every table of both lakes through DuckDB. The local build is the reference only: it
+runs in this process, on the tests' SparkSession (no JVM of its own to start, and one that
+earlier tests have warmed up), while the cluster build runs. It skips, saying why, only when the
+cluster does not come up on this machine.
 """
 
 from __future__ import annotations
@@ -105,22 +108,39 @@ ducklake_shop:
 """
 
 
-def build(tmp: Path, name: str, master: str, conf: dict[str, str]) -> Path:
-    """Copy the project, run ``dbt build`` in a new process; returns the lake directory."""
+def project_for(tmp: Path, name: str, master: str, conf: dict[str, str]) -> tuple[Path, Path]:
+    """A copy of the project with a profile for ``master``; returns it and its lake directory."""
     project = tmp / name
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("lake", "target", "logs"))
     lake = tmp / f"{name}-lake"
     lines = "\n".join(f"        {k}: \"{v}\"" for k, v in conf.items()) or "        {}"
     (project / "profiles.yml").write_text(PROFILE.format(lake=lake, master=master, conf=lines))
-    proc = subprocess.run(
-        [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
-         "--profiles-dir", str(project)],
-        capture_output=True, text=True, env=child_env(), timeout=1500)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return lake
+    return project, lake
 
 
-def test_integration_project_on_a_cluster_equals_the_local_run(cluster, tmp_path):  # noqa: ANN001
+def start_build(project: Path) -> subprocess.Popen:
+    """``dbt build`` in a new process group (its output in ``build.out`` of the project)."""
+    with open(project / "build.out", "w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
+             "--profiles-dir", str(project)],
+            stdout=out, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
+
+
+def build_here(project: Path) -> None:
+    """``dbt build`` in this process: the adapter joins this process's SparkSession."""
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(
+        ["build", "--project-dir", str(project), "--profiles-dir", str(project)])
+    failures = [f"{r.node.unique_id}: {r.status} {r.message}"
+                for r in getattr(result.result, "results", None) or []
+                if str(r.status) not in ("success", "pass")]
+    assert result.success, f"local dbt build failed: {result.exception}\n" + "\n".join(failures)
+
+
+def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  # noqa: ANN001
+                                                               tmp_path):
     conf = {
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
@@ -136,10 +156,20 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, tmp_path
         "spark.executor.extraJavaOptions": SPARK_TEST_CONF["spark.driver.extraJavaOptions"],
     }
     url, work = cluster
-    on_cluster = build(tmp_path, "cluster", url, conf)
+    cluster_project, on_cluster = project_for(tmp_path, "cluster", url, conf)
+    # the reference: the tests' SparkSession is local[2] with SPARK_TEST_CONF, as the profile says
+    local_project, local = project_for(tmp_path, "local", "local[2]", SPARK_TEST_CONF)
+    proc = start_build(cluster_project)
+    try:
+        build_here(local_project)
+        proc.wait(timeout=1500)
+    finally:
+        if proc.poll() is None:  # the local build failed or timed out: stop the cluster build
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert proc.returncode == 0, (cluster_project / "build.out").read_text()[-4000:]
     executors = [p for p in work.glob("app-*/*") if p.is_dir()]
     assert len(executors) >= 2, f"the build did not run executors on both workers: {executors}"
-    local = build(tmp_path, "local", "local[2]", SPARK_TEST_CONF)
     duck = duckdb_connect()
     for alias, lake in (("c", on_cluster), ("l", local)):
         duck.execute(f"ATTACH 'ducklake:sqlite:{lake}/catalog.sqlite' AS {alias} "
