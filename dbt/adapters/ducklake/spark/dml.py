@@ -143,13 +143,23 @@ def stage_insert(
         assert partition_keys is not None  # resolved in the block above, as rows was None
         staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids,
                                    partition_keys, compression=compression)
-        if inline_ok and limit > 0 and staged.row_count <= limit:
-            rows = staged.read_rows()
-            staged.discard()
-        else:
-            new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
-            tx.files_written.extend(paths)
+        rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok,
+                                             limit, row_ids)
     return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
+
+
+def _inline_or_publish(tx: Transaction, staged: spark_write.StagedWrite, table_dir: str,
+                       columns: list[ColumnInfo], inline_ok: bool, limit: int, row_ids: bool,
+                       ) -> tuple[pa.Table | None, list[data_files.NewDataFile]]:
+    """The rows of ``staged`` to inline when within the inlining ``limit``, else its files,
+    published into the table (and recorded on ``tx``)."""
+    if inline_ok and limit > 0 and staged.row_count <= limit:
+        rows = staged.read_rows()
+        staged.discard()
+        return rows, []
+    new_files, paths = staged.publish(table_dir, columns, row_ids=row_ids)
+    tx.files_written.extend(paths)
+    return None, new_files
 
 
 def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
@@ -215,17 +225,8 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
     counts = []
     try:
         for new_rows in (False, True):
-            part = staged.part(new_rows)
-            rows: pa.Table | None = None
-            new_files: list[data_files.NewDataFile] = []
-            if inline_ok and limit > 0 and part.row_count <= limit:
-                rows = part.read_rows()
-                if rows is not None and new_rows:  # (the footer no longer names the column)
-                    rows = rows.select([c.column_name for c in columns])
-            else:
-                new_files, paths = part.publish(state.table_dir, columns,
-                                                row_ids=not new_rows)
-                tx.files_written.extend(paths)
+            rows, new_files = _inline_or_publish(tx, staged.part(new_rows), state.table_dir,
+                                                 columns, inline_ok, limit, not new_rows)
             counts.append(_register(tx, ref, rows, new_files, row_ids=not new_rows))
     finally:
         staged.discard()
