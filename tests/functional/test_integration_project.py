@@ -15,7 +15,7 @@ extension as the independent reader:
 - between the builds an order also changes status: the incremental merge on a composite key
   re-merges the recent days (DuckDB's table_changes shows update pre/post images), the
   snapshot of the orders seed records the change as a new version, and a microbatch model
-  backfills the month with ``--event-time-start/--event-time-end``.
+  backfills its year with ``--event-time-start/--event-time-end``.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory, spark) -> Shop:  # noqa: ANN0
             f.write(NEW_ORDER_ITEMS)
         orders = project / "seeds" / "orders.csv"
         orders.write_text(orders.read_text().replace(CHANGED_ORDER[0], CHANGED_ORDER[1]))
-        # A backfill of March 2025 for the microbatch model (other models build as usual).
+        # A backfill for the microbatch model: dbt widens March 2025 to its batch, the year 2025
+        # (other models build as usual).
         second_invocation = _dbt_build(project, "--event-time-start", "2025-03-01",
                                        "--event-time-end", "2025-04-01")
         con = _attach(catalog)
