@@ -32,6 +32,7 @@ from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.partitions import PartitionKey, keys_of_spec
+from . import expressions as sql
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
 from .types import spark_type
@@ -377,7 +378,7 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
 
     def stage(rows: DataFrame) -> bool:
         """Stage the update of the rows of ``rows`` that match; ``False`` if none."""
-        df = _matching(rows, where, alias).cache()
+        cache, df = sql.cached(_matching(rows, where, alias))
         try:
             positions, inlined = locations(df)
             if not positions and not inlined:
@@ -393,7 +394,7 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
             target.stage(tx, state, new, row_ids=True)
             return True
         finally:
-            df.unpersist()
+            cache.unpersist()
 
     if not stage(scan(target.spark, state, metadata=True)):
         return None

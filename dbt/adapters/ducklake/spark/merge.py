@@ -21,7 +21,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -32,6 +31,7 @@ from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.options import inlining_row_limit
 from ..lake.value_text import encode_value
+from . import expressions as sql
 from . import skipping
 from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new
 from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
@@ -85,9 +85,10 @@ def merge_into(
     t, s = target_alias, source_alias
     kinds = {c.when for c in clauses}
     # The source is evaluated once: it feeds the pruning join and the merge join, and it may
-    # be an expensive model query. Once cached, Spark knows its real size and can broadcast it.
-    src = source.withColumn("__ducklake_s", F.lit(True)).persist(StorageLevel.MEMORY_AND_DISK)
-    frame: DataFrame | None = None
+    # be an expensive model query. Once cached, Spark knows its real size and can broadcast it;
+    # the plans built on it analyse the cache, not the model query (sql.cached).
+    source_cache, src = sql.cached(source.withColumn("__ducklake_s", F.lit(True)))
+    frame_cache: DataFrame | None = None
 
     def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds) -> DataFrame:
         """The merge's outcome rows; building it analyses the ON condition and clauses.
@@ -117,8 +118,7 @@ def merge_into(
                 return MergeResult(None, 0, 0, 0)
             state = pruned
         state = _skip_files(table, state, plan, on, t, s)
-        frame = plan(scan(table.spark, state, metadata=True)).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        frame_cache, frame = sql.cached(plan(scan(table.spark, state, metadata=True)))
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
         inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]
@@ -181,7 +181,7 @@ def merge_into(
                     f"be matches (this transaction started at snapshot {since.snapshot_id}; "
                     f"the lake is now at {until.snapshot_id}). Nothing was committed; rerun "
                     "the statement.")
-            more = plan(target, not_matched=False).persist(StorageLevel.MEMORY_AND_DISK)
+            more_cache, more = sql.cached(plan(target, not_matched=False))
             try:
                 new_positions, new_inlined = _touched(more.where(F.col(ACTION).isin(touching)))
                 delete_files.delete(tx, ref, new_positions, new_inlined)
@@ -192,16 +192,16 @@ def merge_into(
                         tx, state, more.where(F.col(ACTION).isin(updating)).select(
                             *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)), row_ids=True)
             finally:
-                more.unpersist()
+                more_cache.unpersist()
 
         tx.replanner = replan
         snapshot = table.commit(tx, info)
         return MergeResult(snapshot, counts["updated"], counts["touched"] - counts["updated"],
                            counts["inserted"])
     finally:
-        if frame is not None:
-            frame.unpersist()
-        src.unpersist()
+        if frame_cache is not None:
+            frame_cache.unpersist()
+        source_cache.unpersist()
 
 
 def _skip_files(table: Target, state: TableState, plan: Callable[[DataFrame], DataFrame],
