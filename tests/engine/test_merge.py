@@ -247,3 +247,44 @@ def test_a_small_target_takes_no_key_range_job(spark, lake, duck, engine, monkey
     rows = lake.table("main.t").read()
     assert rows.count() == 110 and rows.where("v = 'new'").count() == 20
     assert_same(duck, "t", rows)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["sizes", "paths"])
+@pytest.mark.parametrize("files", [4, 20], ids=["map", "join"])
+def test_rows_find_their_file_by_size_or_path(spark, lake, duck, engine, files,  # noqa: ANN001
+                                              shared):
+    """A row's file facts (file id, row id) are looked up by the file's size where no two
+    files of the scan share one, and by path where some do (here: half the files are
+    byte-identical pairs, the same rows appended twice); both for a literal map (up to 16
+    files) and a broadcast join (more). Row ids, file ids and positions equal DuckDB's, and a
+    MERGE over all files updates exactly its rows."""
+    from collections import Counter
+
+    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID, load_state
+
+    lake.set_option("data_inlining_row_limit", 0)
+    # with ``shared``, the first half are pairs of identical files; the rest one size each
+    specs = [(100 * (i // 2), 5) if shared and i < files // 2 else (1000 * i, 5 + i)
+             for i in range(files)]
+    frames = [spark.sql(f"SELECT id, 'a' AS v FROM range({start}, {start + n})").coalesce(1)
+              for start, n in specs]
+    table = lake.create_table("main.t", frames[0])
+    for frame in frames[1:]:
+        table.append(frame)
+    state = load_state(lake.catalog, "main", "t")
+    sizes = Counter(f.file_size_bytes for f in state.data_files)
+    assert len(state.data_files) == files and (max(sizes.values()) > 1) == shared
+    ours = spark_tuples(table.read(metadata=True).select("id", ROW_ID, FILE_ID, POSITION))
+    theirs = duck_rows(duck, "SELECT id, rowid, file_row_number FROM lake.t")
+    assert sorted(r[:2] for r in ours) == sorted(r[:2] for r in theirs)
+    ids = {f.data_file_id for f in state.data_files}
+    assert {r[2] for r in ours} == ids and all(r[3] is not None for r in ours)
+    engine.execute("""MERGE INTO `main.t` t USING (SELECT DISTINCT id FROM main.t) s
+                      ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 'b'""")
+    rows = lake.table("main.t").read()
+    assert rows.where("v = 'b'").count() == rows.count() == len(theirs)
+    assert_same(duck, "t", rows)
+
+
+def spark_tuples(df):  # noqa: ANN001, ANN201
+    return sorted(tuple(r) for r in df.collect())

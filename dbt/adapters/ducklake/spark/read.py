@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, LongType, StringType, StructField, StructType
 from sqlalchemy import Connection, text
 
 from ..lake import options as lake_options
@@ -618,27 +618,42 @@ def _scan_group(
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return sql.select(df, _shaped(state, file_columns, constants, carrier))
-    if len(files) <= _MAP_FILES and len(set(paths)) == len(paths):
+    # Each row finds its file's facts by a key Spark reports per file. Comparing path strings
+    # for every row cost more than the scan itself (MERGE's 10M-row target scan: 3.0 s against
+    # 1.2 s for the bare scan); local files were just checked to have the catalog's exact size
+    # (check_files), so where no two files of the group share a size, the size is the key.
+    sizes = [f.file_size_bytes for f in files]
+    key_type: DataType
+    if not probe and len(set(sizes)) == len(sizes) and \
+            all("://" not in strip_scheme(p) for p in paths):
+        key, key_type = "_metadata.file_size", LongType()
+        keys: list[Any] = list(sizes)
+        spelled = [f"CAST({size} AS BIGINT)" for size in sizes]
+    else:
+        key, key_type = "_metadata.file_path", StringType()
+        keys = [spark_path(p) for p in paths]
+        spelled = [sql.string(k) for k in keys]
+    if len(files) <= _MAP_FILES and len(set(keys)) == len(keys):
         facts = ", ".join(
-            f"{sql.string(spark_path(p))}, struct(CAST({f.data_file_id} AS BIGINT) AS __fid, "
+            f"{k}, struct(CAST({f.data_file_id} AS BIGINT) AS __fid, "
             f"CAST({sql.literal(f.row_id_start)} AS BIGINT) AS __row_id_start, "
             f"CAST({f.begin_snapshot} AS BIGINT) AS __begin)"
-            for p, f in zip(paths, files))
-        df = df.selectExpr("*", f"map({facts})[_metadata.file_path] AS __facts",
+            for k, f in zip(spelled, files))
+        df = df.selectExpr("*", f"map({facts})[{key}] AS __facts",
                            f"_metadata.row_index AS {sql.ident(POSITION)}")
         found, fact = "__facts IS NOT NULL AND ", "__facts."
     else:
         catalog = local_frame(
             spark,
-            [(spark_path(p), f.data_file_id, f.row_id_start, f.begin_snapshot)
-             for p, f in zip(paths, files)],
-            StructType([StructField("__path", StringType()), StructField("__fid", LongType()),
+            [(k, f.data_file_id, f.row_id_start, f.begin_snapshot)
+             for k, f in zip(keys, files)],
+            StructType([StructField("__key", key_type), StructField("__fid", LongType()),
                         StructField("__row_id_start", LongType()),
                         StructField("__begin", LongType())]),
         )
-        df = df.selectExpr("*", "_metadata.file_path AS __path",
+        df = df.selectExpr("*", f"{key} AS __key",
                            f"_metadata.row_index AS {sql.ident(POSITION)}") \
-            .join(F.broadcast(catalog), on="__path", how="inner")
+            .join(F.broadcast(catalog), on="__key", how="inner")
         found, fact = "", ""
     embedded = sql.ident(SNAPSHOT_ID_COLUMN)
     position = sql.ident(POSITION)
