@@ -115,7 +115,6 @@ def select(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     return DataFrame(df._jdf.selectExpr(seq), df.sparkSession)  # noqa: SLF001
 
 
-
 def cached(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """``df`` persisted (unpersist this one), and a DataFrame that reads that cache directly.
 
