@@ -150,9 +150,12 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  
         # executors run Python (UDFs, Python models) with this interpreter and package
         "spark.executorEnv.PYTHONPATH": REPO,
         "spark.pyspark.python": sys.executable,
-        # the tests' JVM and code generation settings, on the executors too
+        # the tests' JVM and code generation settings, on the executors too; adaptive query
+        # execution stays on (Spark's default, off in the other tests), so the same project
+        # is built both ways and must give the same lake
         **{k: v for k, v in SPARK_TEST_CONF.items() if k not in (
-            "spark.driver.memory", "spark.default.parallelism", "spark.sql.shuffle.partitions")},
+            "spark.driver.memory", "spark.default.parallelism", "spark.sql.shuffle.partitions",
+            "spark.sql.adaptive.enabled")},
         "spark.executor.extraJavaOptions": SPARK_TEST_CONF["spark.driver.extraJavaOptions"],
     }
     url, work = cluster
