@@ -1,5 +1,5 @@
 """Time travel through view names, checked against DuckDB's ``AT (...)``; snapshot views; the
-change feed by name; a connection pinned to a snapshot."""
+change feed by name; a connection pinned to a snapshot; how names are registered."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, SnapshotNotFoundError
-from dbt.adapters.ducklake.sql import Engine
+from dbt.adapters.ducklake.sql import Engine, temp_views
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry, parse_name
 
 pytestmark = pytest.mark.spark
@@ -213,3 +213,43 @@ def test_a_table_state_is_kept_until_a_snapshot_changes_its_table(spark, lake, d
     duck.execute("ALTER TABLE lake.a RENAME TO a2")
     with pytest.raises(Exception, match="a"):
         lake.table("main.a").read()
+
+
+def test_lake_names_are_registered_before_spark_analyses_the_statement(  # noqa: ANN201
+        engine, lake, spark, tmp_path, monkeypatch):  # noqa: ANN001
+    """The lake relations a statement names, as dbt renders them (`` `s.t` ``), as users
+    write them (``s.t``), at a version, as a change feed, in a CTE, a subquery or a MERGE's
+    source, are registered before Spark analyses it, not after a failed analysis (each
+    costs a Java exception converted to Python); a two-part name that Spark's own catalog
+    holds stays Spark's, as before."""
+    lake.create_table("main.t", spark.range(5).selectExpr("id", "id * 10 AS v"))
+    lake.create_table("main.u", spark.range(3).selectExpr("id"))
+    version = lake.current_snapshot().snapshot_id
+    lake.table("main.u").append(spark.range(7, 8))
+
+    def analysis_failed(exc):  # noqa: ANN001, ANN202
+        raise AssertionError(f"Spark's analysis failed before registration: {exc}")
+
+    monkeypatch.setattr(temp_views, "missing_relation", analysis_failed)
+    query = ("WITH x AS (SELECT id FROM main.u) SELECT t.id, t.v FROM `main.t` t JOIN x "
+             "ON t.id = x.id WHERE t.id IN (SELECT id FROM main.t WHERE v < 30)")
+    assert spark_rows(engine.execute(query).df) == [(0, 0), (1, 10), (2, 20)]
+    assert spark_rows(engine.execute(f"SELECT count(*) FROM `main.u@v{version}`").df) == [(3,)]
+    assert spark_rows(engine.execute(
+        f"SELECT id FROM `main.u@changes:{version + 1}..` ORDER BY id").df) == [(7,)]
+    engine.execute("MERGE INTO main.t AS t USING main.u AS s ON t.id = s.id "
+                   "WHEN MATCHED THEN UPDATE SET v = -1")
+    assert spark_rows(engine.execute("SELECT id, v FROM main.t WHERE v < 0").df) == [
+        (0, -1), (1, -1), (2, -1)]
+    monkeypatch.undo()
+
+    spark.sql(f"CREATE DATABASE main_spark LOCATION '{tmp_path / 'spark'}'")
+    try:
+        spark.sql("CREATE TABLE main_spark.t (id BIGINT) USING parquet")
+        spark.sql("INSERT INTO main_spark.t VALUES (42)")
+        engine.execute("CREATE SCHEMA main_spark")
+        lake.create_table("main_spark.t", spark.range(3))
+        assert spark_rows(engine.execute("SELECT id FROM main_spark.t").df) == [(42,)]
+        assert spark_rows(engine.execute("SELECT count(*) FROM `main_spark.t`").df) == [(3,)]
+    finally:
+        spark.sql("DROP DATABASE main_spark CASCADE")

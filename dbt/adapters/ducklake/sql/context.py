@@ -70,7 +70,11 @@ class StatementContext:
             return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
                              self.spark)
 
-        return self.registry.query(build, sql)
+        try:
+            plan = part(self._parser.parsePlan(sql))
+        except Exception:  # noqa: BLE001 - build raises it, with the registry's help
+            plan = None
+        return self.registry.query(build, sql, plan)
 
     def written_name(self, parts: list[str]) -> LakeName:
         """The lake relation a statement writes: a plain name, never a past snapshot or a

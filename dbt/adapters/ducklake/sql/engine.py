@@ -21,7 +21,7 @@ from ..lake.errors import InvalidArgumentError
 from ..spark.lake import PartitionBy
 from . import ddl, dml
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
-from .temp_views import LakeName
+from .temp_views import LakeName, message_parameter
 
 _HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS}
 
@@ -173,7 +173,7 @@ def _with_spark_type_name(exc: Exception, sql: str) -> str | None:
     condition = getattr(exc, "getCondition", None)
     if condition is None or condition() != "UNSUPPORTED_DATATYPE":
         return None
-    name = str(exc.getMessageParameters().get("typeName", "")).strip('"').upper()  # type: ignore[attr-defined]
+    name = str(message_parameter(exc, "typeName") or "").strip('"').upper()
     if name not in TYPE_ALIASES:
         return None
     for context in exc.getQueryContext():  # type: ignore[attr-defined]

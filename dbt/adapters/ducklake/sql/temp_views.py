@@ -43,6 +43,17 @@ from .view_dialects import SPARK, duckdb_type, spark_query
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
+
+
+@dataclass(frozen=True)
+class Named:
+    """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
+    positions: one-part names, two-part names, and the CTE names (lower-cased)."""
+
+    single: list[tuple[int, int, str]]
+    qualified: list[tuple[int, int, tuple[str, str]]]
+    ctes: set[str]
+
 # PySpark logs every analysis error it raises; a missing lake relation is expected here and is
 # registered and retried, so that log line would only mislead.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -135,11 +146,32 @@ def missing_relation(exc: AnalysisException) -> list[str] | None:
             continue
     if condition not in ("TABLE_OR_VIEW_NOT_FOUND", "VIEW_NOT_FOUND", "TABLE_NOT_FOUND"):
         return None
-    params = exc.getMessageParameters() or {}
-    name = params.get("relationName") or params.get("viewName") or params.get("tableName")
+    name = message_parameter(exc, "relationName") or message_parameter(exc, "viewName") or \
+        message_parameter(exc, "tableName")
     if not name:
         return None
     return split_identifier(name)
+
+
+def message_parameter(exc: Exception, key: str) -> str | None:
+    """One message parameter of a Spark error, ``None`` if it has none of that name.
+
+    Not PySpark's ``getMessageParameters()``: it copies the Java map into a dict through
+    py4j, whose iteration ends on a Java ``NoSuchElementException`` that PySpark converts to
+    a Python exception, a dozen calls into the JVM (more than the rest of a missed
+    relation's registration). One ``get`` on the Java map is one call.
+    """
+    origin = getattr(exc, "_origin", None)
+    if origin is None:
+        return None
+    try:
+        from pyspark import SparkContext
+
+        jvm: Any = SparkContext._jvm  # noqa: SLF001
+        value = jvm.PythonErrorUtils.getMessageParameters(origin).get(key)
+    except Exception:  # noqa: BLE001 - not a SparkThrowable
+        return None
+    return None if value is None else str(value)
 
 
 def split_identifier(text: str) -> list[str]:
@@ -344,11 +376,55 @@ class ViewRegistry:
         """
         return self._run(action, sql)[0]
 
-    def query(self, build: Callable[[str], DataFrame], sql: str) -> DataFrame:
+    def query(self, build: Callable[[str], DataFrame], sql: str, plan: Any = None) -> DataFrame:
         """The DataFrame ``build`` makes of the query ``sql``, reading only the data files
-        its filters can match (:meth:`skip_files`)."""
-        df, final = self._run(build, sql)
-        return self.skip_files(build, final or sql, df)
+        its filters can match (:meth:`skip_files`). ``plan``, if given, is the part of
+        ``sql``'s parsed plan that ``build`` analyses (a MERGE's source, not its target)."""
+        named = self._named(sql, plan)
+        text = sql if named is None else self._register_named(sql, named)
+        df, final = self._run(build, text)
+        return self.skip_files(build, final or text, df, named if final == sql else None)
+
+    def _register_named(self, sql: str, named: Named) -> str:
+        """Register, before Spark analyses ``sql``, the lake relations it names that Spark
+        cannot resolve otherwise; ``sql`` with its two-part lake names (``schema.table``)
+        replaced by their temp views' names.
+
+        :meth:`_run` does the same when Spark's analysis fails to find a relation, but a
+        failed analysis costs more than the registration: the Java exception is converted to
+        Python in a dozen calls into the JVM (a tenth of a small ``dbt snapshot``'s time).
+        Names are taken as :meth:`_run` would take them: one-part names no temp view answers
+        and two-part names no table of Spark's own catalog answers. A name missed here (a
+        view another thread dropped meanwhile) still takes that path.
+        """
+        catalog = self.spark._jsparkSession.sessionState().catalog()  # type: ignore[attr-defined]  # noqa: SLF001
+        for text in {text for _, _, text in named.single}:
+            name = parse_name([text])
+            if name is None or text.lower() in named.ctes:
+                continue
+            with self._lock:
+                if name.view_name in self._registered:
+                    continue
+            try:
+                if not catalog.getTempView(text).isDefined():
+                    self.register(name)
+            except Exception:  # noqa: BLE001 - analysis finds the name and says what is wrong
+                log.debug("registering %s ahead of analysis failed", text, exc_info=True)
+        for start, stop, (schema, table) in sorted(named.qualified, reverse=True):
+            name = LakeName(schema, table)
+            try:
+                if self._spark_resolves(schema, table):
+                    continue
+                with self._lock:
+                    listed = name.view_name in self._registered
+                if not listed and not self.register(name):
+                    continue
+            except Exception:  # noqa: BLE001 - as above
+                log.debug("registering %s.%s ahead of analysis failed", schema, table,
+                          exc_info=True)
+                continue
+            sql = sql[:start] + quote(name.view_name) + sql[stop:]
+        return sql
 
     def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
@@ -380,8 +456,8 @@ class ViewRegistry:
                 attempts += 1
 
     # ---------------------------------------------------------------------- file skipping
-    def skip_files(self, build: Callable[[str], DataFrame], sql: str,
-                   df: DataFrame) -> DataFrame:
+    def skip_files(self, build: Callable[[str], DataFrame], sql: str, df: DataFrame,
+                   named: Named | None = None) -> DataFrame:
         """``df`` planned again over only the data files its filters can match.
 
         Spark has pushed the query's filters onto the scans of each lake table in ``df``'s
@@ -392,7 +468,7 @@ class ViewRegistry:
         with its own references narrowed the same way. CTEs named like a table are left as
         they are (still right, only not narrowed). Logs one line per table read.
         """
-        references = self._references(sql)
+        references = self._references(sql, named)
         if not references or not skipping.worth_judging(
                 self.spark, self._files_read([view for _, _, view in references])):
             return df
@@ -492,16 +568,42 @@ class ViewRegistry:
             deletion_scans=[s for s in sources.deletion_scans
                             if s.data_file.data_file_id in kept]))
 
-    def _references(self, sql: str) -> list[tuple[int, int, str]]:
+    def _spark_resolves(self, schema: str, table: str) -> bool:
+        """Whether Spark resolves ``schema.table`` itself: a catalog of that name, a global
+        temp view or a table of the session catalog. (Not ``spark.catalog.tableExists``,
+        which takes 60 ms for a database that does not exist.)"""
+        jss = self.spark._jsparkSession  # type: ignore[attr-defined]  # noqa: SLF001
+        jvm = self.spark._jvm  # type: ignore[attr-defined]  # noqa: SLF001
+        state = jss.sessionState()
+        catalog = state.catalog()
+        if state.catalogManager().isCatalogRegistered(schema) or \
+                schema.lower() == catalog.globalTempDatabase().lower():
+            return True
+        return bool(catalog.databaseExists(schema)) and bool(catalog.tableExists(
+            jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+                table, jvm.scala.Option.apply(schema))))
+
+    def _named(self, sql: str, plan: Any = None) -> Named | None:
+        """The relation names in ``sql`` (in ``plan``, a part of its parsed plan, if given);
+        ``None`` if Spark cannot parse it."""
+        if plan is None:
+            try:
+                plan = self._parser.parsePlan(sql)
+            except Exception:  # noqa: BLE001
+                return None
+        named = Named([], [], set())
+        _relations(plan, named, set())
+        return named
+
+    def _references(self, sql: str,
+                    named: Named | None = None) -> list[tuple[int, int, str]]:
         """``(start, stop, view name)`` of every reference in ``sql`` to a registered lake
-        table view, by the parser's positions; none for a name a CTE shadows."""
-        try:
-            plan = self._parser.parsePlan(sql)
-        except Exception:  # noqa: BLE001
+        table view, by the parser's positions; none for a name a CTE shadows. ``named`` is
+        :meth:`_named` of ``sql`` if already known."""
+        named = self._named(sql) if named is None else named
+        if named is None:
             return []
-        found: list[tuple[int, int, str]] = []
-        ctes: set[str] = set()
-        _relations(plan, found, ctes, set())
+        found, ctes = named.single, named.ctes
         with self._lock:
             known = set(self._states)
         out = []
@@ -512,21 +614,24 @@ class ViewRegistry:
         return out
 
 
-def _relations(node: Any, found: list[tuple[int, int, str]], ctes: set[str],
-               seen: set[int]) -> None:
-    """Collect the single-part relation references of a parsed plan, with their spans."""
+def _relations(node: Any, named: Named, seen: set[int]) -> None:
+    """Collect the one- and two-part relation references of a parsed plan, with their spans,
+    and its CTE names."""
     kind = node.nodeName()
     if kind == "UnresolvedRelation":
         parts = node.multipartIdentifier()
         origin = node.origin()
-        if parts.size() == 1 and origin.startIndex().isDefined() and \
+        if parts.size() <= 2 and origin.startIndex().isDefined() and \
                 origin.stopIndex().isDefined():
-            found.append((origin.startIndex().get(), origin.stopIndex().get() + 1,
-                          parts.apply(0)))
+            start, stop = origin.startIndex().get(), origin.stopIndex().get() + 1
+            if parts.size() == 1:
+                named.single.append((start, stop, parts.apply(0)))
+            else:
+                named.qualified.append((start, stop, (parts.apply(0), parts.apply(1))))
     if kind == "UnresolvedWith":
         relations = node.cteRelations()
         for i in range(relations.size()):
-            ctes.add(str(relations.apply(i)._1()).lower())
+            named.ctes.add(str(relations.apply(i)._1()).lower())
     for getter in ("children", "innerChildren", "subqueries"):
         seq = getattr(node, getter)()
         for i in range(seq.size()):
@@ -534,7 +639,7 @@ def _relations(node: Any, found: list[tuple[int, int, str]], ctes: set[str],
             if child.hashCode() in seen and getter == "subqueries":
                 continue
             seen.add(child.hashCode())
-            _relations(child, found, ctes, seen)
+            _relations(child, named, seen)
 
 def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:
     """The [start, stop) span of the failing relation in ``sql``, from Spark's query context."""
