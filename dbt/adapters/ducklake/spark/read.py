@@ -537,11 +537,12 @@ def scan(
         result = parts[0]
         for part in parts[1:]:
             result = result.unionByName(part)
-    if not metadata:
-        result = result.drop(*META_COLUMNS)
-    if not embedded_snapshot:
-        result = result.drop(EMBEDDED_SNAPSHOT_ID)
-    return result
+    if columns_only and parts:  # every part is the table's columns already
+        return result
+    # one drop: each DataFrame call analyses the whole plan again
+    unwanted = ([] if metadata else list(META_COLUMNS)) + \
+        ([] if embedded_snapshot else [EMBEDDED_SNAPSHOT_ID])
+    return result.drop(*unwanted) if unwanted else result
 
 
 # Up to this many deleted rows in a group are removed with a filter on literal positions
