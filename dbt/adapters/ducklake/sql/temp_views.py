@@ -43,17 +43,6 @@ from .view_dialects import SPARK, duckdb_type, spark_query
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
-
-
-@dataclass(frozen=True)
-class Named:
-    """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
-    positions: one-part names, two-part names, and the CTE names (lower-cased)."""
-
-    single: list[tuple[int, int, str]]
-    qualified: list[tuple[int, int, tuple[str, str]]]
-    ctes: set[str]
-
 # PySpark logs every analysis error it raises; a missing lake relation is expected here and is
 # registered and retried, so that log line would only mislead.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -193,6 +182,16 @@ def split_identifier(text: str) -> list[str]:
         i += 1
     parts.append("".join(current))
     return parts
+
+
+@dataclass(frozen=True)
+class Named:
+    """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
+    positions: one-part names, two-part names, and the CTE names (lower-cased)."""
+
+    single: list[tuple[int, int, str]]
+    qualified: list[tuple[int, int, tuple[str, str]]]
+    ctes: set[str]
 
 
 @dataclass(frozen=True)
@@ -640,6 +639,7 @@ def _relations(node: Any, named: Named, seen: set[int]) -> None:
                 continue
             seen.add(child.hashCode())
             _relations(child, named, seen)
+
 
 def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:
     """The [start, stop) span of the failing relation in ``sql``, from Spark's query context."""
