@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from oracle import assert_same, duck_rows
+from oracle import assert_same, duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake import SchemaMismatchError
 from dbt.adapters.ducklake.spark import merge
@@ -274,7 +274,7 @@ def test_rows_find_their_file_by_size_or_path(spark, lake, duck, engine, files, 
     state = load_state(lake.catalog, "main", "t")
     sizes = Counter(f.file_size_bytes for f in state.data_files)
     assert len(state.data_files) == files and (max(sizes.values()) > 1) == shared
-    ours = spark_tuples(table.read(metadata=True).select("id", ROW_ID, FILE_ID, POSITION))
+    ours = spark_rows(table.read(metadata=True).select("id", ROW_ID, FILE_ID, POSITION))
     theirs = duck_rows(duck, "SELECT id, rowid, file_row_number FROM lake.t")
     assert sorted(r[:2] for r in ours) == sorted(r[:2] for r in theirs)
     ids = {f.data_file_id for f in state.data_files}
@@ -284,7 +284,3 @@ def test_rows_find_their_file_by_size_or_path(spark, lake, duck, engine, files, 
     rows = lake.table("main.t").read()
     assert rows.where("v = 'b'").count() == rows.count() == len(theirs)
     assert_same(duck, "t", rows)
-
-
-def spark_tuples(df):  # noqa: ANN001, ANN201
-    return sorted(tuple(r) for r in df.collect())

@@ -36,7 +36,7 @@ from ..lake.delete_files import (
     read_delete_file,
 )
 from ..lake.errors import DataFileError
-from ..lake.files import strip_scheme
+from ..lake.files import is_local, strip_scheme
 from ..lake.inlining import rows as inlined_data
 from ..lake.models import (
     ColumnInfo,
@@ -625,10 +625,9 @@ def _scan_group(
     # (check_files), so where no two files of the group share a size, the size is the key.
     sizes = [f.file_size_bytes for f in files]
     key_type: DataType
-    if not probe and len(set(sizes)) == len(sizes) and \
-            all("://" not in strip_scheme(p) for p in paths):
+    if not probe and len(set(sizes)) == len(sizes) and all(is_local(p) for p in paths):
         key, key_type = "_metadata.file_size", LongType()
-        keys: list[Any] = list(sizes)
+        keys: list[Any] = sizes
         spelled = [f"CAST({size} AS BIGINT)" for size in sizes]
     else:
         key, key_type = "_metadata.file_path", StringType()
@@ -726,9 +725,9 @@ def check_files(state: TableState, files: Sequence[DataFile], paths: Sequence[st
     names the file there.
     """
     for data_file, path in zip(files, paths):
-        local = strip_scheme(path)
-        if "://" in local:
+        if not is_local(path):
             continue
+        local = strip_scheme(path)
         try:
             size = os.path.getsize(local)
         except OSError:
