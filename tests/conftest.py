@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import jvm_archive
 import pytest
 from oracle import duckdb_connect
 
@@ -64,6 +65,9 @@ SPARK_TEST_CONF = {
     "spark.driver.memory": "2g",
     "spark.sql.adaptive.enabled": "false",
 }
+# Spark's classes come from a class data sharing archive when one is built (jvm_archive.py).
+SPARK_TEST_CONF["spark.driver.extraJavaOptions"] += jvm_archive.java_options(
+    jvm_archive.archive_path())
 
 
 
@@ -76,8 +80,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With ``DUCKLAKE_TEST_INSTALLED=1`` (CI), the tests must exercise the installed wheel: a
+    """Build the JVM class archive if it is missing (once, before any worker starts a JVM).
+
+    With ``DUCKLAKE_TEST_INSTALLED=1`` (CI), the tests must exercise the installed wheel: a
     package that only works from the source tree must not pass."""
+    archive = jvm_archive.archive_path()
+    unit_only = config.args and all(
+        os.path.relpath(os.path.abspath(a.split("::")[0]), REPO).startswith(
+            os.path.join("tests", "unit")) for a in config.args)
+    if archive and not unit_only and not hasattr(config, "workerinput") \
+            and not os.path.isfile(archive) and jvm_archive.build(archive):
+        os.environ[jvm_archive.ENV] = archive  # the same file for workers and subprocesses
+        SPARK_TEST_CONF["spark.driver.extraJavaOptions"] += jvm_archive.java_options(archive)
     if os.environ.get("DUCKLAKE_TEST_INSTALLED") != "1":
         return
     import dbt.adapters.ducklake as adapter
