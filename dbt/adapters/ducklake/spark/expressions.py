@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructType
@@ -107,6 +108,16 @@ def java_seq(spark: SparkSession, items: Sequence[str]) -> Any:
     return array_seq.unsafeWrapArray(splitter.split(_SEPARATOR.join(items), -1))
 
 
+def java_class(spark: SparkSession, name: str) -> Any:
+    """The JVM class of fully qualified ``name``, for its constructors and static methods, with
+    no py4j call: ``jvm.org.apache.hadoop.fs.Path`` asks the JVM about each package on the
+    way, and the JVM looks for a class of every such name in each of Spark's 280 jars before
+    it answers (1-2 ms per name, every time)."""
+    gateway = spark.sparkContext._gateway  # noqa: SLF001 - py4j's client, for JavaClass
+    assert gateway is not None  # set while the SparkContext is alive
+    return JavaClass(name, gateway._gateway_client)  # noqa: SLF001
+
+
 def select(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     """``df.selectExpr(*exprs)``, with the expressions sent to the JVM as one string."""
     seq = java_seq(df.sparkSession, exprs) if len(exprs) > 2 else None
@@ -126,9 +137,8 @@ def cached(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """
     persisted = df.persist(StorageLevel.MEMORY_AND_DISK)
     spark = df.sparkSession
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - no public API rebases a DataFrame
-    assert jvm is not None  # set while the SparkContext is alive
     plan = persisted._jdf.queryExecution().withCachedData()  # noqa: SLF001
-    jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+    # no public API rebases a DataFrame
+    jdf = java_class(spark, "org.apache.spark.sql.classic.Dataset").ofRows(
         spark._jsparkSession, plan)  # noqa: SLF001
     return persisted, DataFrame(jdf, spark)

@@ -688,9 +688,7 @@ def storage_error(exc: BaseException, table_dir: str) -> DataFileError | None:
 
 # ---------------------------------------------------------------------------------- hadoop fs
 def _jvm_path(spark: SparkSession, path: str) -> Any:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # set while the SparkContext is alive
-    return jvm.org.apache.hadoop.fs.Path(path)
+    return sql.java_class(spark, "org.apache.hadoop.fs.Path")(path)
 
 
 def _fs(spark: SparkSession, jpath: Any) -> Any:

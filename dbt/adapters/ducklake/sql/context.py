@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import DuckLakeError, InvalidArgumentError
 from ..lake.models import Snapshot
+from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
 from .temp_views import LakeName, ViewRegistry, parse_name
 
@@ -62,13 +63,12 @@ class StatementContext:
         The statement is parsed afresh for every attempt: Spark's analyzer marks the nodes of
         a plan it failed to analyse, so a failed plan cannot be analysed again.
         """
-        jvm = self.spark._jvm  # type: ignore[attr-defined]
+        datasets = java_class(self.spark, "org.apache.spark.sql.classic.Dataset")
         jss = self.spark._jsparkSession  # type: ignore[attr-defined]
 
         def build(text: str) -> DataFrame:
             jplan = part(self._parser.parsePlan(text))
-            return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jss, jplan),
-                             self.spark)
+            return DataFrame(datasets.ofRows(jss, jplan), self.spark)
 
         try:
             plan = part(self._parser.parsePlan(sql))

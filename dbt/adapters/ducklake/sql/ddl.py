@@ -25,6 +25,7 @@ from ..lake.errors import (
     UnsupportedViewError,
 )
 from ..lake.types import LakeType
+from ..spark.expressions import java_class
 from ..spark.lake import PartitionBy
 from ..spark.types import column_specs, lake_type
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
@@ -245,7 +246,7 @@ def add_columns(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     name = ctx.written_name(name_parts(plan.table()))
     cols = plan.columnsToAdd()
     # CHAR(n)/VARCHAR(n) are strings in the lake, as everywhere else in Spark's reading.
-    utils = ctx.spark._jvm.org.apache.spark.sql.catalyst.util.CharVarcharUtils  # type: ignore[attr-defined]
+    utils = java_class(ctx.spark, "org.apache.spark.sql.catalyst.util.CharVarcharUtils")
     schema = ctx.spark.createDataFrame([], ", ".join(
         f"{quote(cols.apply(i).colName())} "
         f"{utils.replaceCharVarcharWithString(cols.apply(i).dataType()).catalogString()}"
