@@ -8,10 +8,11 @@ half of a writer process's life. The JVM can map those classes from an archive i
 tests, 88 s -> 55 s; on ``test_merge.py`` in one process, 68 s -> 60 s.
 
 The archive is built by running a small lake workload in a JVM started with
-``-XX:ArchiveClassesAtExit`` (about 20-30 s, once per pyspark and JDK installation; CI builds
-it beside the linters). A missing, stale or foreign archive only costs the speed-up: the JVM
-checks the archive against its own version and class path and, if they differ, loads classes
-from the jars as usual (its warning is switched off so test output stays the same).
+``-XX:ArchiveClassesAtExit`` (about a minute on 2 cores, once per pyspark and JDK
+installation; CI builds it beside the linters). A missing, stale or foreign archive only
+costs the speed-up: the JVM checks the archive against its own version and class path and,
+if they differ, loads classes from the jars as usual (its warning is switched off so test
+output stays the same).
 
     python tests/jvm_archive.py     build the archive (if missing) and print its path
 
