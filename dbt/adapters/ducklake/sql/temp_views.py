@@ -37,6 +37,7 @@ from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
+from ..spark.expressions import java_class
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
 from .view_dialects import SPARK, duckdb_type, spark_query
@@ -572,15 +573,14 @@ class ViewRegistry:
         temp view or a table of the session catalog. (Not ``spark.catalog.tableExists``,
         which takes 60 ms for a database that does not exist.)"""
         jss = self.spark._jsparkSession  # type: ignore[attr-defined]  # noqa: SLF001
-        jvm = self.spark._jvm  # type: ignore[attr-defined]  # noqa: SLF001
         state = jss.sessionState()
         catalog = state.catalog()
         if state.catalogManager().isCatalogRegistered(schema) or \
                 schema.lower() == catalog.globalTempDatabase().lower():
             return True
         return bool(catalog.databaseExists(schema)) and bool(catalog.tableExists(
-            jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-                table, jvm.scala.Option.apply(schema))))
+            java_class(self.spark, "org.apache.spark.sql.catalyst.TableIdentifier").apply(
+                table, java_class(self.spark, "scala.Option").apply(schema))))
 
     def _named(self, sql: str, plan: Any = None) -> Named | None:
         """The relation names in ``sql`` (in ``plan``, a part of its parsed plan, if given);
