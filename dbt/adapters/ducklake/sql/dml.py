@@ -23,7 +23,7 @@ from ..spark.partitions import key_expression
 from ..spark.types import spark_type
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
 from .plans import name_parts, seq, source_text
-from .temp_views import LakeName, quote
+from .temp_views import LakeName, parse_name, quote
 
 
 # ------------------------------------------------------------------ insert
@@ -131,20 +131,24 @@ def _overwrite(ctx: StatementContext, table: LakeTable, df: DataFrame) -> Snapsh
 
 
 # ------------------------------------------------------------------ delete, update, truncate
-def _target(ctx: StatementContext, relation: Any) -> tuple[LakeName, str | None]:
-    """The table a DELETE, UPDATE or MERGE writes, and the alias the statement gives it."""
+def _target(ctx: StatementContext, relation: Any) -> tuple[LakeName, str]:
+    """The table a DELETE, UPDATE or MERGE writes, and the name its columns are qualified by:
+    the statement's alias for it, else the table's name (``c.v`` in ``UPDATE s.c SET ...``,
+    as Spark and DuckDB allow)."""
     alias = None
     if relation.getClass().getSimpleName() == "SubqueryAlias":
         alias = relation.alias()
         relation = relation.child()
-    return ctx.written_name(name_parts(relation)), alias
+    name = ctx.written_name(name_parts(relation))
+    return name, alias or name.name
 
 
 def delete_from(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     name, alias = _target(ctx, plan.table())
     condition = source_text(plan.condition(), sql)
     table = ctx.table(name)
-    where = None if condition.strip().lower() == "true" else condition
+    where = None if condition.strip().lower() == "true" else \
+        ctx.registry.prepared_condition(condition)
     snapshot = ctx.registry.run_with_views(
         lambda: table.delete(where, info=ctx.commit_info("DELETE"), alias=alias))
     ctx.registry.invalidate()
@@ -160,9 +164,10 @@ def update(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
         key = a.key().sql().strip("`")
         if alias and key.startswith(f"{alias}."):
             key = key[len(alias) + 1:]
-        sets[key.strip("`")] = source_text(a.value(), sql)
+        sets[key.strip("`")] = ctx.registry.prepared_condition(source_text(a.value(), sql))
     condition = plan.condition()
-    where = None if condition.isEmpty() else source_text(condition.get(), sql)
+    where = None if condition.isEmpty() else \
+        ctx.registry.prepared_condition(source_text(condition.get(), sql))
     table = ctx.table(name)
     snapshot = ctx.registry.run_with_views(
         lambda: table.update(sets, where, info=ctx.commit_info("UPDATE"), alias=alias))
@@ -183,11 +188,24 @@ _MERGE_ACTIONS = {"UpdateAction": "update", "UpdateStarAction": "update_star",
                   "InsertStarAction": "insert_star"}
 
 
+def _source_alias(source: Any) -> str:
+    """The name a MERGE's ON condition and clauses qualify source columns by: the source's
+    alias, else, for a relation, its name as Spark would qualify it (``u`` for ``USING
+    s.u`` or dbt's `` `s.u` ``)."""
+    kind = source.getClass().getSimpleName()
+    if kind == "SubqueryAlias":
+        return str(source.alias())
+    if kind == "UnresolvedRelation":
+        parts = name_parts(source)
+        name = parse_name(parts)
+        return name.name if name is not None and name.schema else parts[-1]
+    return "__ducklake_source"
+
+
 def merge_into(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     name, target_alias = _target(ctx, plan.targetTable())
     source_plan = plan.sourceTable()
-    source_alias = (source_plan.alias() if source_plan.getClass().getSimpleName()
-                    == "SubqueryAlias" else "__ducklake_source")
+    source_alias = _source_alias(source_plan)
     source = ctx.dataframe(sql, lambda p: p.sourceTable())
     clauses = []
     for when, actions in ((MATCHED, plan.matchedActions()),
@@ -212,7 +230,7 @@ def merge_into(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     table = ctx.table(name)
     on = source_text(plan.mergeCondition(), sql)
     result = ctx.registry.run_with_views(lambda: table.merge(
-        source, on, clauses, target_alias or name.name, source_alias,
+        source, on, clauses, target_alias, source_alias,
         info=ctx.commit_info("MERGE")))
     ctx.registry.invalidate()
     return StatementResult("MERGE", snapshot=result.snapshot,

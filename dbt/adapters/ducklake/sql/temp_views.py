@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -188,11 +188,26 @@ def split_identifier(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Named:
     """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
-    positions: one-part names, two-part names, and the CTE names (lower-cased)."""
+    positions: one-part names, two-part names, and the CTE names (lower-cased); the start
+    positions of the names that carry an alias (``FROM s.t AS x``), and the aliases
+    (lower-cased)."""
 
     single: list[tuple[int, int, str]]
     qualified: list[tuple[int, int, tuple[str, str]]]
     ctes: set[str]
+    aliased: set[int] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference in a statement's text to a registered lake view, by the parser's
+    positions (``text[start:stop]`` is the quoted view name), and whether it has an alias."""
+
+    start: int
+    stop: int
+    view: str
+    aliased: bool
 
 
 @dataclass(frozen=True)
@@ -352,7 +367,7 @@ class ViewRegistry:
         body = ViewBody(spark_query(view, name.schema, columns), tuple(view.aliases))
         prefix = body.create(name.view_name, "")
         try:
-            _, final = self._run(self.spark.sql, body.create(name.view_name))
+            _, final = self._run(self.spark.sql, self._prepared(body.create(name.view_name)))
         except AnalysisException as exc:
             if view.spark_sql is not None or view.dialect.lower() == SPARK:
                 raise
@@ -374,7 +389,24 @@ class ViewRegistry:
         reference Spark reports is rewritten, at the position Spark gives, to the one
         identifier `` `schema.table` `` before the retry.
         """
-        return self._run(action, sql)[0]
+        return self._run(action, None if sql is None else self._prepared(sql))[0]
+
+    def _prepared(self, sql: str) -> str:
+        """``sql`` with the lake relations it names registered and pointed at their views
+        (:meth:`_register_named`), as far as the parser finds them."""
+        named = self._named(sql)
+        return sql if named is None else self._register_named(sql, named)
+
+    def prepared_condition(self, condition: str) -> str:
+        """A DELETE's or UPDATE's condition (or SET value) with the lake relations its
+        subqueries name registered and pointed at their views, as :meth:`_prepared` does
+        for a statement: ``c.k IN (SELECT t.k FROM s.t)`` is planned as a column
+        expression, whose analysis cannot rewrite a two-part name (it has no text)."""
+        if not _SUBQUERY.search(condition):
+            return condition
+        prefix = "SELECT 1 WHERE "
+        text = self._prepared(prefix + condition)
+        return text[len(prefix):] if text.startswith(prefix) else condition
 
     def query(self, build: Callable[[str], DataFrame], sql: str, plan: Any = None) -> DataFrame:
         """The DataFrame ``build`` makes of the query ``sql``, reading only the data files
@@ -410,7 +442,8 @@ class ViewRegistry:
                     self.register(name)
             except Exception:  # noqa: BLE001 - analysis finds the name and says what is wrong
                 log.debug("registering %s ahead of analysis failed", text, exc_info=True)
-        for start, stop, (schema, table) in sorted(named.qualified, reverse=True):
+        edits: list[tuple[int, int, str, str | None]] = []
+        for start, stop, (schema, table) in named.qualified:
             name = LakeName(schema, table)
             try:
                 if self._spark_resolves(schema, table):
@@ -423,8 +456,19 @@ class ViewRegistry:
                 log.debug("registering %s.%s ahead of analysis failed", schema, table,
                           exc_info=True)
                 continue
-            sql = sql[:start] + quote(name.view_name) + sql[stop:]
-        return sql
+            edits.append((start, stop, name.view_name, table))
+        with self._lock:
+            registered = set(self._registered)
+        for start, stop, text in named.single:
+            name = parse_name([text])
+            if name is not None and name.schema and \
+                    (text in registered or name.view_name in registered) and \
+                    text.lower() not in named.ctes and sql[start:stop] == quote(text) and \
+                    quote(text) + "." not in sql:  # unless columns are qualified by it
+                edits.append((start, stop, text, name.name))
+        return _edited(sql, [(start, stop, view, None if start in named.aliased else alias)
+                             for start, stop, view, alias in edits],
+                       self._parser, named)
 
     def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
@@ -470,7 +514,7 @@ class ViewRegistry:
         """
         references = self._references(sql, named)
         if not references or not skipping.worth_judging(
-                self.spark, self._files_read([view for _, _, view in references])):
+                self.spark, self._files_read([r.view for r in references])):
             return df
         try:
             filters = skipping.scan_filters(self.spark, df)
@@ -522,7 +566,7 @@ class ViewRegistry:
             seen.add(view)
             source = self._states.get(view)
             if isinstance(source, ViewBody):
-                views.extend(name for _, _, name in self._references(source.sql))
+                views.extend(r.view for r in self._references(source.sql))
             elif isinstance(source, tuple):
                 yield from source[1].inserted_files
                 yield from (scan.data_file for scan in source[1].deletion_scans)
@@ -530,16 +574,18 @@ class ViewRegistry:
                 yield from source.data_files
 
     def _rewrite(self, sql: str, narrow: Callable[[str], str],
-                 references: list[tuple[int, int, str]] | None = None) -> str | None:
+                 references: list[Reference] | None = None) -> str | None:
         """``sql`` with each lake relation it names (``references``, if already found)
-        replaced by ``narrow(name)`` where that is not empty; ``None`` when nothing changes."""
-        text, changed = sql, False
+        replaced by ``narrow(name)`` where that is not empty; ``None`` when nothing changes.
+        A reference without an alias is given its old name as one, so columns qualified by
+        it (`` `s.t`.id ``) still resolve."""
         found = self._references(sql) if references is None else references
-        for start, stop, view in sorted(found, reverse=True):
-            name = narrow(view)
+        edits = []
+        for ref in found:
+            name = narrow(ref.view)
             if name:
-                text, changed = text[:start] + quote(name) + text[stop:], True
-        return text if changed else None
+                edits.append((ref.start, ref.stop, name, None if ref.aliased else ref.view))
+        return _edited(sql, edits, self._parser) if edits else None
 
     def _narrowed_view(self, source: TableState | tuple[str, ChangeSources],
                        filters: list[skipping.ScanFilter]) -> DataFrame | None:
@@ -594,11 +640,9 @@ class ViewRegistry:
         _relations(plan, named, set())
         return named
 
-    def _references(self, sql: str,
-                    named: Named | None = None) -> list[tuple[int, int, str]]:
-        """``(start, stop, view name)`` of every reference in ``sql`` to a registered lake
-        table view, by the parser's positions; none for a name a CTE shadows. ``named`` is
-        :meth:`_named` of ``sql`` if already known."""
+    def _references(self, sql: str, named: Named | None = None) -> list[Reference]:
+        """Every reference in ``sql`` to a registered lake table view; none for a name a CTE
+        shadows. ``named`` is :meth:`_named` of ``sql`` if already known."""
         named = self._named(sql) if named is None else named
         if named is None:
             return []
@@ -609,20 +653,31 @@ class ViewRegistry:
         for start, stop, name in set(found):
             if name in known and name.lower() not in ctes and \
                     sql[start:stop] == quote(name):
-                out.append((start, stop, name))
+                out.append(Reference(start, stop, name, start in named.aliased))
         return out
 
 
-def _relations(node: Any, named: Named, seen: set[int]) -> None:
+# a condition that may name relations: only a subquery can
+_SUBQUERY = re.compile(r"\b(select|table)\b", re.IGNORECASE)
+
+# the parsed plan nodes that give the relation below them a name of their own
+_ALIASING = {"SubqueryAlias", "UnresolvedSubqueryColumnAliases"}
+
+
+def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -> None:
     """Collect the one- and two-part relation references of a parsed plan, with their spans,
-    and its CTE names."""
+    and its CTE names and aliases; ``aliased`` when ``node``'s parent names it."""
     kind = node.nodeName()
+    if kind == "SubqueryAlias":
+        named.aliases.add(str(node.alias()).lower())
     if kind == "UnresolvedRelation":
         parts = node.multipartIdentifier()
         origin = node.origin()
         if parts.size() <= 2 and origin.startIndex().isDefined() and \
                 origin.stopIndex().isDefined():
             start, stop = origin.startIndex().get(), origin.stopIndex().get() + 1
+            if aliased:
+                named.aliased.add(start)
             if parts.size() == 1:
                 named.single.append((start, stop, parts.apply(0)))
             else:
@@ -638,7 +693,43 @@ def _relations(node: Any, named: Named, seen: set[int]) -> None:
             if child.hashCode() in seen and getter == "subqueries":
                 continue
             seen.add(child.hashCode())
-            _relations(child, named, seen)
+            _relations(child, named, seen, kind in _ALIASING and getter == "children")
+
+
+def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any,
+            named: Named | None = None) -> str:
+    """``sql`` with each span ``[start, stop)`` of ``edits`` replaced by a view name, followed
+    by ``AS alias`` where one is given.
+
+    The alias keeps the statement's column references meaning what they would for a table
+    of Spark's own catalog: ``SELECT t.id FROM s.t`` qualifies ``id`` by the table's name,
+    which a temp view named `` `s.t` `` does not answer to. No alias is added where the
+    statement has one already, where two relations would share it, or where it would shadow
+    a CTE or another alias (Spark would find the reference ambiguous); and none at all when
+    the text with them does not parse (``TABLE s.t``, ``FROM s.t TABLESAMPLE (...)``: the
+    grammar puts no alias there, or puts it elsewhere).
+    """
+    taken: dict[str, int] = {}
+    for *_, alias in edits:
+        if alias is not None:
+            taken[alias.lower()] = taken.get(alias.lower(), 0) + 1
+    busy = set() if named is None else named.ctes | named.aliases
+
+    def apply(with_aliases: bool) -> str:
+        text = sql
+        for start, stop, view, alias in sorted(edits, reverse=True):
+            suffix = f" AS {quote(alias)}" if with_aliases and alias is not None and \
+                taken[alias.lower()] == 1 and alias.lower() not in busy else ""
+            text = text[:start] + quote(view) + suffix + text[stop:]
+        return text
+
+    text = apply(True)
+    if text != apply(False):
+        try:
+            parser.parsePlan(text)
+        except Exception:  # noqa: BLE001 - no alias fits here: the names alone, as before
+            return apply(False)
+    return text
 
 
 def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:
