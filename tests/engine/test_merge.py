@@ -59,6 +59,41 @@ def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows): 
                        "insert": 5}
 
 
+def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake, duck, engine,  # noqa: ANN001
+                                                                    monkeypatch):
+    """With a MATCHED and a NOT MATCHED clause without conditions, every source row gives an
+    outcome row: when the source's row count (from its key range) is above ``DRIVER_ROWS``,
+    the outcome is not probed on the driver but merged in Spark, with the same result."""
+    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
+
+    monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
+    monkeypatch.setattr(merge, "_outcome_per_source_row",
+                        counted(merge._outcome_per_source_row))
+    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
+    try:
+        engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
+        result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
+                                   FROM range(30, 50)) s ON t.id = s.id
+                                   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
+                                   INSERT *""")
+    finally:
+        spark.conf.unset(MIN_BYTES_CONF)
+    assert merge._outcome_per_source_row.calls == 1
+    assert merge._outcome_per_source_row(
+        [merge.MergeClause("matched", "update_star"),
+         merge.MergeClause("not_matched", "insert_star")])
+    assert not merge._outcome_per_source_row(
+        [merge.MergeClause("matched", "update_star", "s.v > 1"),
+         merge.MergeClause("not_matched", "insert_star")])
+    rows = lake.table("main.t").read()
+    assert rows.count() == 50 and rows.where("v = 'new'").count() == 20
+    assert_same(duck, "t", rows)
+    sid = result.snapshot.snapshot_id
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+
+
 def test_star_clauses_and_small_merge_is_inlined(spark, lake, duck, engine):  # noqa: ANN001
     engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS s FROM range(50)")
     engine.execute("""MERGE INTO `main.t` AS t USING (SELECT 3L AS id, 'three' AS s UNION ALL

@@ -108,9 +108,10 @@ def merge_into(
     try:
         # A target too small for file skipping to pay (skipping.worth_judging) is read whole:
         # no separate job for the source's key range; the merge job evaluates the source.
+        source_rows = None
         if NOT_MATCHED_BY_SOURCE not in kinds and state.data_files and \
                 skipping.worth_judging(table.spark, state.data_files):
-            pruned = _prune_by_source_keys(table, state, src, on, t, s)
+            pruned, source_rows = _prune_by_source_keys(table, state, src, on, t, s)
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
                 # as it would with rows: planning (no Spark job) analyses them.
@@ -131,8 +132,10 @@ def merge_into(
         # Most merges (a dbt snapshot, an incremental run) change a few rows: the outcome is
         # collected in the job that computes it, and rows that will be inlined are staged
         # from the driver, without a Spark job per kind of row.
-        outcome = frame.limit(DRIVER_ROWS + 1).toArrow()
-        if outcome.num_rows <= DRIVER_ROWS:
+        # (Not when the source's row count, if known, already says the outcome is larger.)
+        outcome = None if source_rows is not None and source_rows > DRIVER_ROWS and \
+            _outcome_per_source_row(clauses) else frame.limit(DRIVER_ROWS + 1).toArrow()
+        if outcome is not None and outcome.num_rows <= DRIVER_ROWS:
             positions, inlined = _arrow_touched(_rows_of(outcome, touching))
             with table.lake.read() as conn:
                 limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
@@ -227,10 +230,19 @@ def _skip_files(table: Target, state: TableState, plan: Callable[[DataFrame], Da
     return replace(state, data_files=skipped.kept)
 
 
+def _outcome_per_source_row(clauses: Sequence[MergeClause]) -> bool:
+    """Whether every source row gives at least one outcome row: a ``WHEN MATCHED`` and a
+    ``WHEN NOT MATCHED`` clause without conditions (dbt's merge strategy) leave no joined row
+    without an action."""
+    return all(any(c.when == when and not c.condition for c in clauses)
+               for when in (MATCHED, NOT_MATCHED))
+
+
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
-                          t: str, s: str) -> TableState | None:
+                          t: str, s: str) -> tuple[TableState | None, int]:
     """The table state without the data files no source key can match (``None`` if the source
-    is empty), from the source's key range and the files' min/max statistics.
+    is empty), from the source's key range and the files' min/max statistics; and the
+    source's row count.
 
     Only the equalities ``t.col = s.col`` among the ON condition's top-level ANDs count, and
     only for columns whose type prunes exactly (:data:`.lake.pruning.PRUNABLE_TYPES`) and
@@ -249,22 +261,23 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
     row = src.agg(F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
                                        for f in (F.min, F.max)]).first()
     if row is None or not row[0]:  # (a global aggregate always has its one row)
-        return None
+        return None, 0
     ranges = []
     for index, (column, _) in enumerate(keys):
         low, high = row[1 + 2 * index], row[2 + 2 * index]
         if low is None:  # every source key is NULL: equality matches no target row
-            return replace(state, data_files=[])
+            return replace(state, data_files=[]), row[0]
         low_text, high_text = encode_value(low, column.type), encode_value(high, column.type)
         if low_text is not None and high_text is not None:
             ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
     if not ranges or not state.data_files:
-        return state
+        return state, row[0]
     with table.lake.read() as conn:
         bounds = table.lake.file_column_bounds(state.table.table_id,
                                               [r.column_id for r in ranges],
                                               state.snapshot_id, conn)
-    return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds, ranges))
+    return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds,
+                                                             ranges)), row[0]
 
 
 def _terms(on: str) -> list[Any] | None:
