@@ -66,13 +66,35 @@ QUERIES = [
     "SELECT t.grp, x.note FROM s.t JOIN o.t AS x ON t.grp = x.grp",
     "SELECT t.grp FROM s.t WHERE t.grp IN (SELECT u.grp FROM s.u WHERE u.label = 'three')",
     "WITH t AS (SELECT 42 AS grp) SELECT t.grp FROM t",
+    "WITH t AS (SELECT t.grp FROM s.t WHERE t.v > 15) SELECT t.grp FROM t",
+    "WITH x AS (SELECT t.grp, t.v FROM s.t) SELECT x.grp, u.label FROM x JOIN s.u "
+    "ON x.grp = u.grp",
+    "WITH a AS (SELECT t.grp FROM s.t WHERE t.v < 15), b AS (SELECT t.grp FROM s.t "
+    "WHERE t.v > 25) SELECT a.grp FROM a UNION ALL SELECT b.grp FROM b",
     "SELECT count(*) AS n FROM s.t, s.u WHERE t.grp = u.grp AND t.v < 20",
+    "SELECT s.t.grp, S.U.label FROM s.t JOIN s.u ON s.t.grp = s.u.grp WHERE s.t.v > 5",
+    "SELECT t.* FROM s.t WHERE s.t.v IN (SELECT max(s.t.v) FROM s.t)",
+    "SELECT s.t.grp, o.t.note FROM s.t JOIN o.t ON s.t.grp = o.t.grp",
+    "SELECT s.t.v FROM s.t TABLESAMPLE (100 PERCENT) WHERE s.t.grp > 1",
 ]
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_columns_qualified_by_the_table_name_read_as_in_duckdb(engine, duck, sql):  # noqa: ANN001
     assert ours(engine, sql) == duckdb(duck, sql)
+
+
+def test_a_star_qualified_by_schema_and_table(engine):  # noqa: ANN001
+    """``s.t.*``, which Spark takes and DuckDB's parser does not."""
+    assert ours(engine, "SELECT s.t.* FROM s.t WHERE s.t.grp = 2") == [(2, 20)]
+
+
+def test_two_tables_of_one_name(engine):  # noqa: ANN001
+    """``s.t`` and ``o.t`` in one query: ``t.grp`` is ambiguous (Spark says so; here the
+    error offers both tables' columns); ``s.t.grp`` (in QUERIES) and the rest work."""
+    assert ours(engine, "SELECT * FROM s.t JOIN o.t USING (grp)") == [(2, 20, "o-two")]
+    with pytest.raises(Exception, match=r"`s\.t`\.`grp`, `o\.t`\.`grp`"):
+        ours(engine, "SELECT t.grp FROM s.t CROSS JOIN o.t")
 
 
 def test_as_dbt_renders_relations(engine, caplog):  # noqa: ANN001

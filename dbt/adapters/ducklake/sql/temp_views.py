@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -466,9 +466,32 @@ class ViewRegistry:
                     text.lower() not in named.ctes and sql[start:stop] == quote(text) and \
                     quote(text) + "." not in sql:  # unless columns are qualified by it
                 edits.append((start, stop, text, name.name))
-        return _edited(sql, [(start, stop, view, None if start in named.aliased else alias)
-                             for start, stop, view, alias in edits],
-                       self._parser, named)
+        edits = [(start, stop, view, None if start in named.aliased else alias)
+                 for start, stop, view, alias in edits]
+        return _edited(sql, edits, self._parser, named, self._schema_qualified(sql, edits))
+
+    def _schema_qualified(self, sql: str, edits: list[tuple[int, int, str, str | None]]
+                          ) -> list[tuple[int, int, str, str]]:
+        """Columns of ``sql`` qualified by schema and table (``s.t.id``, ``s.t.*``) whose
+        table the edits point at a view without an alias of the statement's own:
+        ``(start, stop, view name, the column's name after its qualifier)``. The plan's
+        expressions are walked only when the text has such a name."""
+        tables: dict[tuple[str, str], str] = {}
+        for _, _, view, alias in edits:
+            name = parse_name([view])
+            if alias is not None and name is not None and name.schema and name.plain:
+                tables[(name.schema.lower(), name.name.lower())] = view
+        if not any(re.search(rf"(?<![\w`.])`?{re.escape(schema)}`?\s*\.\s*`?"
+                             rf"{re.escape(table)}`?\s*\.", sql, re.IGNORECASE)
+                   for schema, table in tables):
+            return []
+        try:
+            plan = self._parser.parsePlan(sql)
+        except Exception:  # noqa: BLE001 - the statement parsed before; nothing to add
+            return []
+        found: list[tuple[int, int, str, str]] = []
+        _qualified_columns(plan, tables, found, set())
+        return found
 
     def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
@@ -696,31 +719,82 @@ def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -
             _relations(child, named, seen, kind in _ALIASING and getter == "children")
 
 
+def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
+                       found: list[tuple[int, int, str, str]], seen: set[int]) -> None:
+    """Collect, in a parsed plan, the column references and stars qualified by one of
+    ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)``."""
+    try:
+        expressions = _seq(node.expressions())
+    except Exception:  # noqa: BLE001 - py4j: not a plan node
+        return
+    for expression in expressions:
+        stack = [expression]
+        while stack:
+            expr = stack.pop()
+            kind = expr.nodeName()
+            parts: list[str] | None = None
+            if kind == "UnresolvedAttribute":
+                parts = _seq(expr.nameParts())
+            elif kind == "UnresolvedStar" and expr.target().isDefined():
+                parts = [*_seq(expr.target().get()), "*"]
+            origin = expr.origin()
+            if parts and len(parts) >= 3 and origin.startIndex().isDefined() and \
+                    origin.stopIndex().isDefined():
+                view = tables.get((str(parts[0]).lower(), str(parts[1]).lower()))
+                if view is not None:
+                    rest = ".".join(p if p == "*" else quote(p) for p in parts[2:])
+                    found.append((origin.startIndex().get(), origin.stopIndex().get() + 1,
+                                  view, rest))
+            stack.extend(_seq(expr.children()))
+    for getter in ("children", "innerChildren", "subqueries"):
+        for child in _seq(getattr(node, getter)()):
+            if child.hashCode() in seen:
+                continue
+            seen.add(child.hashCode())
+            _qualified_columns(child, tables, found, seen)
+
+
+def _seq(values: Any) -> list[Any]:
+    """A Scala Seq's elements."""
+    return [values.apply(i) for i in range(values.size())]
+
+
 def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any,
-            named: Named | None = None) -> str:
+            named: Named | None = None,
+            columns: Sequence[tuple[int, int, str, str]] = ()) -> str:
     """``sql`` with each span ``[start, stop)`` of ``edits`` replaced by a view name, followed
-    by ``AS alias`` where one is given.
+    by ``AS alias`` where one is given; and the ``columns`` qualified by schema and table
+    (``s.t.id``) qualified by their table's alias, or by its view's name where it has none.
 
     The alias keeps the statement's column references meaning what they would for a table
     of Spark's own catalog: ``SELECT t.id FROM s.t`` qualifies ``id`` by the table's name,
     which a temp view named `` `s.t` `` does not answer to. No alias is added where the
-    statement has one already, where two relations would share it, or where it would shadow
-    a CTE or another alias (Spark would find the reference ambiguous); and none at all when
-    the text with them does not parse (``TABLE s.t``, ``FROM s.t TABLESAMPLE (...)``: the
-    grammar puts no alias there, or puts it elsewhere).
+    statement has one already, where two tables of the statement share a name (``FROM s.t
+    JOIN o.t``: ``t.id`` is ambiguous, as in Spark, and ``s.t.id`` names the view), or where
+    the statement gives that name to another relation (a CTE's name does not count: inside
+    its own definition it is not in scope, and beside it Spark too finds ``t.id``
+    ambiguous); and none at all when the text with them does not parse (``TABLE s.t``,
+    ``FROM s.t TABLESAMPLE (...)``: the grammar puts no alias there, or puts it elsewhere).
     """
-    taken: dict[str, int] = {}
-    for *_, alias in edits:
+    busy = set() if named is None else named.aliases - named.ctes
+    views: dict[str, set[str]] = {}  # alias -> the views it would name
+    for _, _, view, alias in edits:
         if alias is not None:
-            taken[alias.lower()] = taken.get(alias.lower(), 0) + 1
-    busy = set() if named is None else named.ctes | named.aliases
+            views.setdefault(alias.lower(), set()).add(view.lower())
+    ok = {alias for alias, named_views in views.items()
+          if len(named_views) == 1 and alias not in busy}
 
     def apply(with_aliases: bool) -> str:
+        given = {view: alias for _, _, view, alias in edits
+                 if with_aliases and alias is not None and alias.lower() in ok}
+        spans = [(start, stop, quote(view) + (f" AS {quote(given[view])}" if view in given
+                                              and alias is not None else ""))
+                 for start, stop, view, alias in edits]
+        spans += [(start, stop, f"{quote(given.get(view, view))}.{rest}")
+                  for start, stop, view, rest in columns]
         text = sql
-        for start, stop, view, alias in sorted(edits, reverse=True):
-            suffix = f" AS {quote(alias)}" if with_aliases and alias is not None and \
-                taken[alias.lower()] == 1 and alias.lower() not in busy else ""
-            text = text[:start] + quote(view) + suffix + text[stop:]
+        for start, stop, replacement in sorted(spans, reverse=True):
+            text = text[:start] + replacement + text[stop:]
         return text
 
     text = apply(True)
