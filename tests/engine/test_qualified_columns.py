@@ -76,6 +76,9 @@ QUERIES = [
     "SELECT t.* FROM s.t WHERE s.t.v IN (SELECT max(s.t.v) FROM s.t)",
     "SELECT s.t.grp, o.t.note FROM s.t JOIN o.t ON s.t.grp = o.t.grp",
     "SELECT s.t.v FROM s.t TABLESAMPLE (100 PERCENT) WHERE s.t.grp > 1",
+    "SELECT s.t.v FROM s.t WHERE s.t.v > 15 UNION ALL SELECT s.t.v FROM s.t WHERE s.t.v > 15",
+    "SELECT s.t.grp FROM s.t WHERE s.t.v = (SELECT max(s.t.v) FROM s.t) OR s.t.grp = "
+    "(SELECT max(s.t.v) FROM s.t)",
 ]
 
 

@@ -489,9 +489,9 @@ class ViewRegistry:
             plan = self._parser.parsePlan(sql)
         except Exception:  # noqa: BLE001 - the statement parsed before; nothing to add
             return []
-        found: list[tuple[int, int, str, str]] = []
-        _qualified_columns(plan, tables, found, set())
-        return found
+        found: dict[int, tuple[int, int, str, str]] = {}
+        _qualified_columns(plan, tables, found)
+        return list(found.values())
 
     def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
@@ -720,9 +720,10 @@ def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -
 
 
 def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
-                       found: list[tuple[int, int, str, str]], seen: set[int]) -> None:
+                       found: dict[int, tuple[int, int, str, str]]) -> None:
     """Collect, in a parsed plan, the column references and stars qualified by one of
-    ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)``."""
+    ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)`` by
+    start position (a tree reached twice gives the same spans)."""
     try:
         expressions = _seq(node.expressions())
     except Exception:  # noqa: BLE001 - py4j: not a plan node
@@ -743,15 +744,12 @@ def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
                 view = tables.get((str(parts[0]).lower(), str(parts[1]).lower()))
                 if view is not None:
                     rest = ".".join(p if p == "*" else quote(p) for p in parts[2:])
-                    found.append((origin.startIndex().get(), origin.stopIndex().get() + 1,
-                                  view, rest))
+                    start = origin.startIndex().get()
+                    found[start] = (start, origin.stopIndex().get() + 1, view, rest)
             stack.extend(_seq(expr.children()))
     for getter in ("children", "innerChildren", "subqueries"):
         for child in _seq(getattr(node, getter)()):
-            if child.hashCode() in seen:
-                continue
-            seen.add(child.hashCode())
-            _qualified_columns(child, tables, found, seen)
+            _qualified_columns(child, tables, found)
 
 
 def _seq(values: Any) -> list[Any]:
