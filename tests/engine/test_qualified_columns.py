@@ -141,3 +141,25 @@ def test_a_view_qualifies_columns_by_table_name_in_both_engines(engine, duck):  
         assert ours(engine, f"SELECT {view}.label FROM s.{view} WHERE {view}.grp = 3") == \
             [("three",)], view
         assert duckdb(duck, f"SELECT * FROM s.{view}") == expected, view
+
+
+@pytest.mark.parametrize("reference", ["`s.t`", "s.t"])
+def test_a_name_registered_after_a_failed_analysis_gets_its_alias(engine, monkeypatch,  # noqa: ANN001
+                                                                  reference):
+    """A name whose registration ahead of analysis failed (another thread's commit dropped
+    what it reads, say) is registered when Spark reports it missing, and gets the alias it
+    would have had. The failure is injected."""
+    registry = engine.registry
+    register = registry.register
+    calls = []
+
+    def failing_once(name):  # noqa: ANN001, ANN202
+        calls.append(name)
+        if len(calls) == 1:
+            raise RuntimeError("injected: the lake changed meanwhile")
+        return register(name)
+
+    registry.invalidate()
+    monkeypatch.setattr(registry, "register", failing_once)
+    assert ours(engine, f"SELECT t.grp FROM {reference} WHERE t.v > 15") == [(2,), (3,)]
+    assert len(calls) == 2

@@ -303,3 +303,43 @@ class TestIncrementalReadsOnlyNewFiles:
                            f"select count(*) as n from {project.test_schema}.fresh",
                            "--vars", "d: 3"])
         assert int(results.results[0].agate_table.rows[0][0]) == 200
+
+
+class TestColumnsQualifiedByTheTableName:
+    """Models that qualify columns by a relation's name, as dbt users write them for other
+    adapters: ``orders.id`` beside ``{{ ref('orders') }}``, ``{{ this }}.col`` in an
+    incremental filter, and a singular test doing the same."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {
+            "orders.sql": "{{ config(materialized='table') }}\n"
+                          "select id, id % 3 as customer, id * 10 as amount from range(9)",
+            "customers.sql": "{{ config(materialized='table') }}\n"
+                             "select id, concat('c', id) as name from range(3)",
+            "totals.sql": "select customers.name, sum(orders.amount) as total\n"
+                          "from {{ ref('orders') }} join {{ ref('customers') }}\n"
+                          "  on orders.customer = customers.id\n"
+                          "group by customers.name",
+            "latest.sql": "{{ config(materialized='incremental', unique_key='id') }}\n"
+                          "select orders.id, orders.amount from {{ ref('orders') }}\n"
+                          "{% if is_incremental() %}\n"
+                          "where orders.id > (select max({{ this }}.id) from {{ this }})\n"
+                          "{% endif %}",
+        }
+
+    @pytest.fixture(scope="class")
+    def tests(self):  # noqa: ANN201
+        return {"no_negative_totals.sql":
+                "select totals.name from {{ ref('totals') }} where totals.total < 0"}
+
+    def test_models_and_tests_resolve_the_names(self, project):  # noqa: ANN001
+        run_dbt(["build"])
+        schema = project.test_schema
+        totals = dict(project.run_sql(f"select name, total from `{schema}.totals`",
+                                      fetch="all"))
+        assert totals == {"c0": 90, "c1": 120, "c2": 150}
+        project.run_sql(f"insert into `{schema}.orders` values (20, 2, 200)")
+        run_dbt(["run", "-s", "latest"])
+        assert project.run_sql(f"select count(*), max(id) from `{schema}.latest`",
+                               fetch="one") == (10, 20)

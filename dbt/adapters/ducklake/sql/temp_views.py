@@ -515,12 +515,15 @@ class ViewRegistry:
                         listed = name.view_name in self._registered
                     if listed:  # retried under its view name; registered if that misses
                         attempts += 1
+                        sql = self._prepared(sql)  # type: ignore[arg-type]
                         continue
                 # Register even when the registry lists it: another thread may have dropped
                 # the view (a commit invalidates views) while this statement was analysed.
                 if not self.register(name):
                     raise
                 attempts += 1
+                # the name, registered now, gets the alias it would have had ahead of analysis
+                sql = None if sql is None else self._prepared(sql)
 
     # ---------------------------------------------------------------------- file skipping
     def skip_files(self, build: Callable[[str], DataFrame], sql: str, df: DataFrame,
