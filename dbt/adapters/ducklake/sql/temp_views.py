@@ -40,6 +40,7 @@ from ..spark.changes import insertions as feed_insertions
 from ..spark.expressions import java_class
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
+from .plans import seq
 from .view_dialects import SPARK, duckdb_type, spark_query
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -728,7 +729,7 @@ def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
     ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)`` by
     start position (a tree reached twice gives the same spans)."""
     try:
-        expressions = _seq(node.expressions())
+        expressions = seq(node.expressions())
     except Exception:  # noqa: BLE001 - py4j: not a plan node
         return
     for expression in expressions:
@@ -738,9 +739,9 @@ def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
             kind = expr.nodeName()
             parts: list[str] | None = None
             if kind == "UnresolvedAttribute":
-                parts = _seq(expr.nameParts())
+                parts = seq(expr.nameParts())
             elif kind == "UnresolvedStar" and expr.target().isDefined():
-                parts = [*_seq(expr.target().get()), "*"]
+                parts = [*seq(expr.target().get()), "*"]
             origin = expr.origin()
             if parts and len(parts) >= 3 and origin.startIndex().isDefined() and \
                     origin.stopIndex().isDefined():
@@ -749,15 +750,10 @@ def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
                     rest = ".".join(p if p == "*" else quote(p) for p in parts[2:])
                     start = origin.startIndex().get()
                     found[start] = (start, origin.stopIndex().get() + 1, view, rest)
-            stack.extend(_seq(expr.children()))
+            stack.extend(seq(expr.children()))
     for getter in ("children", "innerChildren", "subqueries"):
-        for child in _seq(getattr(node, getter)()):
+        for child in seq(getattr(node, getter)()):
             _qualified_columns(child, tables, found)
-
-
-def _seq(values: Any) -> list[Any]:
-    """A Scala Seq's elements."""
-    return [values.apply(i) for i in range(values.size())]
 
 
 def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any,
