@@ -17,7 +17,9 @@ DEFAULT_DATA_PATH = "lake/data/"
 class DuckLakeCredentials(Credentials):
     """A flat profile in dbt's usual style; relative paths resolve against the project dir."""
 
-    database: str | None = None  # a lake is one database; relations leave it out
+    # A lake is one database; relations leave it out. (dbt-adapters 1.24 types the field str;
+    # optional here as in dbt-spark.)
+    database: str | None = None  # type: ignore[assignment,unused-ignore]
     schema: str = "main"
     catalog: str = DEFAULT_CATALOG
     data_path: str = DEFAULT_DATA_PATH

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..lake.errors import UnsupportedViewError
 from ..lake.models import ColumnInfo, ViewInfo
@@ -108,7 +108,8 @@ def _typed(tree: Any, dialect: str, columns: Columns) -> Any:
             if found:
                 known.setdefault(table.db.lower(), {})[table.name.lower()] = {
                     name.lower(): kind for name, kind in found.items()}
-    schema = MappingSchema(known, dialect=dialect)
+    # (sqlglot 30 types the mapping as dict[str, object], which a nested dict is not)
+    schema = MappingSchema(cast("dict[str, object]", known), dialect=dialect)
     tree = normalize_identifiers(tree, dialect=dialect)
     bare = {id(p) for select in tree.find_all(exp.Select) for p in select.expressions
             if not isinstance(p, exp.Alias)}
