@@ -61,14 +61,14 @@ def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows): 
 
 def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake, duck, engine,  # noqa: ANN001
                                                                     monkeypatch):
-    """With a MATCHED and a NOT MATCHED clause without conditions, every source row gives an
-    outcome row: when the source's row count (from its key range) is above ``DRIVER_ROWS``,
-    the outcome is not probed on the driver but merged in Spark, with the same result."""
+    """With a NOT MATCHED clause without a condition, every source row is a candidate insert:
+    when the source's row count (from its key range) is above ``DRIVER_ROWS``, the outcome
+    is not probed on the driver but merged in Spark, with the same result."""
     from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
     monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
-    monkeypatch.setattr(merge, "_outcome_per_source_row",
-                        counted(merge._outcome_per_source_row))
+    monkeypatch.setattr(merge, "_probe_holds_every_source_row",
+                        counted(merge._probe_holds_every_source_row))
     spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
     try:
         engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
@@ -78,13 +78,16 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake,
                                    INSERT *""")
     finally:
         spark.conf.unset(MIN_BYTES_CONF)
-    assert merge._outcome_per_source_row.calls == 1
-    assert merge._outcome_per_source_row(
+    assert merge._probe_holds_every_source_row.calls == 1
+    assert merge._probe_holds_every_source_row(
         [merge.MergeClause("matched", "update_star"),
          merge.MergeClause("not_matched", "insert_star")])
-    assert not merge._outcome_per_source_row(
+    assert merge._probe_holds_every_source_row(
         [merge.MergeClause("matched", "update_star", "s.v > 1"),
          merge.MergeClause("not_matched", "insert_star")])
+    assert not merge._probe_holds_every_source_row(
+        [merge.MergeClause("matched", "update_star"),
+         merge.MergeClause("not_matched", "insert_star", "s.v > 1")])
     rows = lake.table("main.t").read()
     assert rows.count() == 50 and rows.where("v = 'new'").count() == 20
     assert_same(duck, "t", rows)
@@ -92,6 +95,35 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake,
     changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
                                    f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
     assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+
+
+@pytest.mark.parametrize("broadcast", [True, False], ids=["broadcast", "shuffled"])
+@pytest.mark.parametrize("driver_rows", [merge.DRIVER_ROWS, 0], ids=["driver", "spark"])
+def test_a_matched_source_row_no_clause_applies_to_is_not_inserted(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch, driver_rows, broadcast):
+    """A source row that matches a target row is not a NOT MATCHED row, even when no MATCHED
+    clause applies to it: the inserts are the source rows outside every matched pair, whether
+    the pairs are collected or stay in Spark, and whether the source is broadcast or the
+    join shuffles both sides."""
+    monkeypatch.setattr(merge, "DRIVER_ROWS", driver_rows)
+    if not broadcast:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS tag FROM range(40)")
+        result = engine.execute("""
+            MERGE INTO `main.t` AS t
+            USING (SELECT id, CAST(id % 3 AS INT) AS r FROM range(30, 50)) AS s
+            ON t.id = s.id
+            WHEN MATCHED AND s.r = 0 THEN UPDATE SET tag = 'upd'
+            WHEN NOT MATCHED AND s.r <> 1 THEN INSERT (id, tag) VALUES (s.id, 'new')
+        """)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    rows = {r["id"]: r["tag"] for r in lake.table("main.t").read().collect()}
+    assert {i for i, tag in rows.items() if tag == "upd"} == {30, 33, 36, 39}
+    assert {i for i, tag in rows.items() if tag == "new"} == {41, 42, 44, 45, 47, 48}
+    assert len(rows) == 46 and result.rows_affected == 4 + 6
+    assert_same(duck, "t", lake.table("main.t").read())
 
 
 def test_star_clauses_and_small_merge_is_inlined(spark, lake, duck, engine):  # noqa: ANN001

@@ -126,6 +126,20 @@ def select(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     return DataFrame(df._jdf.selectExpr(seq), df.sparkSession)  # noqa: SLF001
 
 
+def broadcastable(df: DataFrame) -> bool:
+    """Whether Spark's size estimate of ``df`` (exact for a cache it has filled) is within
+    ``spark.sql.autoBroadcastJoinThreshold``: the size below which Spark broadcasts a join
+    side of its own accord. A join hint that names the side to broadcast when this holds
+    keeps Spark from broadcasting the other side instead, when an estimate from file sizes
+    and projected columns makes that one look smaller."""
+    limit = df.sparkSession._jsparkSession.sessionState().conf() \
+        .autoBroadcastJoinThreshold()  # noqa: SLF001 - no public API gives the parsed size
+    if limit < 0:
+        return False
+    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
+    return int(str(size)) <= limit  # a Scala BigInt, converted or not by py4j
+
+
 def cached(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """``df`` persisted (unpersist this one), and a DataFrame that reads that cache directly.
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..lake import delete_files, pruning
@@ -84,73 +84,105 @@ def merge_into(
     by_lower = {c.column_name.lower(): c.column_name for c in columns}
     t, s = target_alias, source_alias
     kinds = {c.when for c in clauses}
-    # The source is evaluated once: it feeds the pruning join and the merge join, and it may
-    # be an expensive model query. Once cached, Spark knows its real size and can broadcast it;
-    # the plans built on it analyse the cache, not the model query (sql.cached).
-    source_cache, src = sql.cached(source.withColumn("__ducklake_s", F.lit(True)))
-    frame_cache: DataFrame | None = None
+    # The source is evaluated once: it feeds the key range, the join with the target and the
+    # rows to insert, and it may be an expensive model query. Once cached, Spark knows its real
+    # size and can broadcast it; the plans built on it analyse the cache, not the model query
+    # (sql.cached). Each source row gets a number (SOURCE_ROW): the rows no target row matches
+    # are found from the pairs the join gives, so the join keeps the unmatched rows of one
+    # side at most (an inner or left join broadcasts the source; a full outer join, which
+    # keeps both, would shuffle the target's matched rows and the whole source).
+    source_cache, src = sql.cached(
+        source.withColumn(SOURCE_ROW, F.monotonically_increasing_id()))
+    pairs_cache: DataFrame | None = None
+    broadcast_source = False
+    nmbs = NOT_MATCHED_BY_SOURCE in kinds
 
-    def plan(target: DataFrame, not_matched: bool = NOT_MATCHED in kinds) -> DataFrame:
-        """The merge's outcome rows; building it analyses the ON condition and clauses.
-        Without ``not_matched`` the source rows no target row matches are left out."""
-        if NOT_MATCHED_BY_SOURCE not in kinds:
-            # Only target rows some source row matches can be touched: a semi join (broadcast
-            # when the source is small) keeps the merge join from shuffling the whole target.
-            target = target.alias(t).join(src.alias(s), on=F.expr(on), how="left_semi")
-        target = target.withColumn("__ducklake_t", F.lit(True))
-        how = {(True, True): "full", (True, False): "right", (False, True): "left",
-               (False, False): "inner"}[(not_matched, NOT_MATCHED_BY_SOURCE in kinds)]
-        joined = target.alias(t).join(src.alias(s), on=F.expr(on), how=how)
-        return joined.withColumn(ACTION, _action(clauses, t, s)) \
-            .where(F.col(ACTION).isNotNull()) \
-            .select(*_outcome(clauses, columns, by_lower, t, s, source.columns))
+    def project(frame: DataFrame, sides: dict[str, str], keep: str) -> DataFrame:
+        """The rows of ``frame`` that ``keep`` holds for, once each has its clause
+        (:func:`_action`), projected to what the writes need (:func:`_outcome`)."""
+        frame = sql.select(frame, ["*", f"{_action(clauses, sides)} AS {ACTION}"])
+        return sql.select(frame.where(keep),
+                          _outcome(clauses, sides, columns, by_lower, t, s, source.columns))
+
+    def paired(target: DataFrame) -> DataFrame:
+        """Each target row with each source row the ON condition pairs it with (and, with WHEN
+        NOT MATCHED BY SOURCE, every other target row), with the clause that applies and what
+        it writes; building it analyses the ON condition and the clauses. Pairs to which no
+        clause applies are kept: they say that their source row matched."""
+        source_side = src.hint("broadcast") if broadcast_source else src
+        joined = target.alias(t).join(source_side.alias(s), on=F.expr(on),
+                                      how="left" if nmbs else "inner")
+        matched = f"{_q(s)}.{SOURCE_ROW} IS NOT NULL"
+        sides = {MATCHED: matched, NOT_MATCHED_BY_SOURCE: f"NOT ({matched})"} if nmbs else \
+            {MATCHED: "true"}
+        return project(joined, sides, f"{ACTION} IS NOT NULL OR {matched}")
+
+    def unmatched() -> DataFrame:
+        """Each source row with the WHEN NOT MATCHED clause that would apply to it if no
+        target row matched it, and the values it would insert."""
+        return project(src.alias(s), {NOT_MATCHED: "true"}, f"{ACTION} IS NOT NULL")
 
     try:
         # A target too small for file skipping to pay (skipping.worth_judging) is read whole:
         # no separate job for the source's key range; the merge job evaluates the source.
         source_rows = None
-        if NOT_MATCHED_BY_SOURCE not in kinds and state.data_files and \
+        if not nmbs and state.data_files and \
                 skipping.worth_judging(table.spark, state.data_files):
             pruned, source_rows = _prune_by_source_keys(table, state, src, on, t, s)
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
                 # as it would with rows: planning (no Spark job) analyses them.
-                plan(scan(table.spark, state, metadata=True))
+                paired(scan(table.spark, state, metadata=True))
+                unmatched()
                 return MergeResult(None, 0, 0, 0)
             state = pruned
-        state = _skip_files(table, state, plan, on, t, s)
-        frame_cache, frame = sql.cached(plan(scan(table.spark, state, metadata=True)))
+        # A source Spark would broadcast is the side to broadcast, however small an estimate
+        # makes the target's scan look: it is the target that is large.
+        broadcast_source = sql.broadcastable(src)
+        state = _skip_files(table, state, paired, on, t, s)
+        pairs_cache, pairs = sql.cached(paired(scan(table.spark, state, metadata=True)))
+        candidates = unmatched() if NOT_MATCHED in kinds else None
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
-        inserting = [i for i, c in enumerate(clauses) if c.action in ("insert", "insert_star")]
         names = [c.column_name for c in columns]
-        updates: DataFrame | pa.Table | None = frame.where(F.col(ACTION).isin(updating)).select(
+        updates: DataFrame | pa.Table | None = pairs.where(F.col(ACTION).isin(updating)).select(
             *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None
-        inserts: DataFrame | pa.Table | None = frame.where(
-            F.col(ACTION).isin(inserting)).select(*names) if inserting else None
-        inline_ok = can_inline(columns, table.lake.dialect)
-        # Most merges (a dbt snapshot, an incremental run) change a few rows: the outcome is
-        # collected in the job that computes it, and rows that will be inlined are staged
-        # from the driver, without a Spark job per kind of row.
-        # (Not when the source's row count, if known, already says the outcome is larger.)
-        outcome = None if source_rows is not None and source_rows > DRIVER_ROWS and \
-            _outcome_per_source_row(clauses) else frame.limit(DRIVER_ROWS + 1).toArrow()
+        inserts: DataFrame | pa.Table | None = None if candidates is None else \
+            candidates.join(pairs.select(SOURCE_ROW), on=SOURCE_ROW, how="left_anti") \
+            .select(*names)
+        # Most merges (a dbt snapshot, an incremental run) change a few rows: the pairs and
+        # the candidate inserts are collected in one job, and the rows are staged from the
+        # driver (inlined or written), without a Spark job per kind of row. (Not when the
+        # source's row count, if known, already says they are more than the driver takes.)
+        outcome = None
+        if not (source_rows is not None and source_rows > DRIVER_ROWS
+                and _probe_holds_every_source_row(clauses)):
+            probe = pairs if candidates is None else pairs.unionByName(candidates)
+            outcome = probe.limit(DRIVER_ROWS + 1).toArrow()
         if outcome is not None and outcome.num_rows <= DRIVER_ROWS:
-            positions, inlined = _arrow_touched(_rows_of(outcome, touching))
+            located = pc.is_valid(outcome.column(ROW_ID))
+            pairs_rows = outcome.filter(located)
+            candidate_rows = outcome.filter(pc.invert(located))
+            positions, inlined = _arrow_touched(_rows_of(pairs_rows, touching))
             with table.lake.read() as conn:
                 limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
                                            state.table.table_id)
+            inline_ok = can_inline(columns, table.lake.dialect)
+            # Rows within the inlining limit are staged from the driver; more stay Spark's
+            # (read from the caches), so that updates and inserts share one write.
             if updates is not None:
-                rows = _rows_of(outcome, updating).rename_columns(
+                rows = _rows_of(pairs_rows, updating).rename_columns(
                     {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])
                 updates = rows if inline_ok and rows.num_rows <= limit else updates
                 updates = None if rows.num_rows == 0 else updates
             if inserts is not None:
-                rows = _rows_of(outcome, inserting).select(names)
+                matched = pc.drop_null(pairs_rows.column(SOURCE_ROW)).combine_chunks()
+                rows = candidate_rows.filter(pc.invert(pc.is_in(
+                    candidate_rows.column(SOURCE_ROW), value_set=matched))).select(names)
                 inserts = rows if inline_ok and rows.num_rows <= limit else inserts
                 inserts = None if rows.num_rows == 0 else inserts
         else:
-            positions, inlined = _touched(frame.where(F.col(ACTION).isin(touching)))
+            positions, inlined = _touched(pairs.where(F.col(ACTION).isin(touching)))
         if not positions and not inlined and inserts is None:
             return MergeResult(None, 0, 0, 0)
         tx = table.transaction(state)
@@ -160,9 +192,8 @@ def merge_into(
                   "updated": 0, "inserted": 0}
         if isinstance(updates, DataFrame) and isinstance(inserts, DataFrame):
             # one Spark write for both kinds of rows, into separate files
-            both = frame.where(F.col(ACTION).isin(updating + inserting)).select(
-                *names, F.when(F.col(ACTION).isin(updating), F.col(ROW_ID))
-                .alias(ROW_ID_COLUMN))
+            both = updates.unionByName(
+                inserts.withColumn(ROW_ID_COLUMN, F.lit(None).cast("long")))
             counts["updated"], counts["inserted"] = stage_kept_and_new(table, tx, state, both)
             updates = inserts = None
         for rows, row_ids in ((updates, True), (inserts, False)):
@@ -184,7 +215,7 @@ def merge_into(
                     f"be matches (this transaction started at snapshot {since.snapshot_id}; "
                     f"the lake is now at {until.snapshot_id}). Nothing was committed; rerun "
                     "the statement.")
-            more_cache, more = sql.cached(plan(target, not_matched=False))
+            more_cache, more = sql.cached(paired(target))
             try:
                 new_positions, new_inlined = _touched(more.where(F.col(ACTION).isin(touching)))
                 delete_files.delete(tx, ref, new_positions, new_inlined)
@@ -202,8 +233,8 @@ def merge_into(
         return MergeResult(snapshot, counts["updated"], counts["touched"] - counts["updated"],
                            counts["inserted"])
     finally:
-        if frame_cache is not None:
-            frame_cache.unpersist()
+        if pairs_cache is not None:
+            pairs_cache.unpersist()
         source_cache.unpersist()
 
 
@@ -230,12 +261,10 @@ def _skip_files(table: Target, state: TableState, plan: Callable[[DataFrame], Da
     return replace(state, data_files=skipped.kept)
 
 
-def _outcome_per_source_row(clauses: Sequence[MergeClause]) -> bool:
-    """Whether every source row gives at least one outcome row: a ``WHEN MATCHED`` and a
-    ``WHEN NOT MATCHED`` clause without conditions (dbt's merge strategy) leave no joined row
-    without an action."""
-    return all(any(c.when == when and not c.condition for c in clauses)
-               for when in (MATCHED, NOT_MATCHED))
+def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
+    """Whether the collected probe of a merge holds a row for every source row: a ``WHEN NOT
+    MATCHED`` clause without a condition (dbt's merge strategy) gives each one an insert."""
+    return any(c.when == NOT_MATCHED and not c.condition for c in clauses)
 
 
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
@@ -323,55 +352,60 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
 
 
 ACTION = "__ducklake_action"
+# Each source row's number (monotonically_increasing_id, fixed by the source's cache).
+SOURCE_ROW = "__ducklake_source_row"
 # Outcomes up to this many rows are collected to the driver in one job (a merge's typical
 # few changed rows); larger ones stay in Spark.
 DRIVER_ROWS = 10_000
 
 
-def _action(clauses: Sequence[MergeClause], t: str, s: str) -> Column:
-    """The index of the first clause that applies to a joined row, NULL for none."""
-    t_here, s_here = F.col(f"{_q(t)}.__ducklake_t").isNotNull(), \
-        F.col(f"{_q(s)}.__ducklake_s").isNotNull()
-    side = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: ~s_here}
-    action: Column = F.lit(None).cast("int")
-    for index in reversed(range(len(clauses))):
-        clause = clauses[index]
-        test = side[clause.when]
+def _action(clauses: Sequence[MergeClause], sides: dict[str, str]) -> str:
+    """SQL: the index of the first clause that applies to a row, NULL for none; ``sides``
+    says, for each kind of clause the frame can hold (matched, not matched, not matched by
+    source), when a row is of that kind."""
+    tests = []
+    for index, clause in enumerate(clauses):
+        if clause.when not in sides:
+            continue
+        test = sides[clause.when]
         if clause.condition:
-            test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
-        action = F.when(test, F.lit(index)).otherwise(action)
-    return action
+            test = f"({test}) AND coalesce(({clause.condition}), false)"
+        tests.append(f"WHEN {test} THEN {index}")
+    return sql.cast(f"CASE {' '.join(tests)} END" if tests else "NULL", "INT")
 
 
-def _outcome(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
-             by_lower: dict[str, str], t: str, s: str,
-             source_columns: Sequence[str]) -> list[Column]:
-    """The merge join's rows projected to what the writes need: the clause index
-    (:data:`ACTION`), the target row's location and each column's new value.
+def _outcome(clauses: Sequence[MergeClause], sides: dict[str, str],
+             columns: Sequence[ColumnInfo], by_lower: dict[str, str], t: str, s: str,
+             source_columns: Sequence[str]) -> list[str]:
+    """SQL projecting a merge frame's rows to what the writes need: the clause index
+    (:data:`ACTION`), the target row's location (NULL in a frame of source rows alone), the
+    source row's number and each column's new value under the clauses of ``sides``. As text,
+    the projection reaches the JVM in one call (:func:`.expressions.select`).
 
     Only the columns these expressions use are read from the target's files: for an
     ``UPDATE SET *`` that is the merge key alone.
     """
-    values: dict[str, Column] = {c.column_name: F.lit(None) for c in columns}
-    for index in reversed(range(len(clauses))):
-        clause = clauses[index]
-        if clause.action not in ("update", "update_star", "insert", "insert_star"):
+    values: dict[str, list[str]] = {c.column_name: [] for c in columns}
+    for index, clause in enumerate(clauses):
+        if clause.when not in sides or \
+                clause.action not in ("update", "update_star", "insert", "insert_star"):
             continue
         sets = _assignments(clause, by_lower, t, s, source_columns)
         updating = clause.action.startswith("update")
         for c in columns:
             name = c.column_name
             if name in sets:
-                value = F.expr(sets[name])
+                values[name].append(f"WHEN {ACTION} = {index} THEN ({sets[name]})")
             elif updating:
-                value = F.col(f"{_q(t)}.{_q(name)}")
-            else:
-                value = F.lit(None)
-            values[name] = F.when(F.col(ACTION) == index, value).otherwise(values[name])
-    return [F.col(ACTION),
-            *[F.col(f"{_q(t)}.{m}").alias(m) for m in (FILE_ID, POSITION, ROW_ID)],
-            *[values[c.column_name].cast(spark_type(c)).alias(c.column_name)
-              for c in columns]]
+                values[name].append(f"WHEN {ACTION} = {index} THEN {_q(t)}.{_q(name)}")
+    located = NOT_MATCHED not in sides
+    return [ACTION,
+            *[f"{_q(t)}.{m} AS {m}" if located else f"CAST(NULL AS BIGINT) AS {m}"
+              for m in (FILE_ID, POSITION, ROW_ID)],
+            f"{_q(s)}.{SOURCE_ROW} AS {SOURCE_ROW}",
+            *[sql.cast(f"CASE {' '.join(values[c.column_name])} END"
+                       if values[c.column_name] else "NULL", spark_type(c))
+              + f" AS {_q(c.column_name)}" for c in columns]]
 
 
 def _rows_of(outcome: pa.Table, clauses: Sequence[int]) -> pa.Table:
