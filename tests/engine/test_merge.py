@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
+from typed_rows import SCHEMA, make_rows
 
 from dbt.adapters.ducklake.lake import SchemaMismatchError
 from dbt.adapters.ducklake.spark import merge
@@ -124,6 +125,32 @@ def test_a_matched_source_row_no_clause_applies_to_is_not_inserted(  # noqa: ANN
     assert {i for i, tag in rows.items() if tag == "new"} == {41, 42, 44, 45, 47, 48}
     assert len(rows) == 46 and result.rows_affected == 4 + 6
     assert_same(duck, "t", lake.table("main.t").read())
+
+
+def test_a_small_merge_is_written_on_the_driver(spark, lake, duck, monkeypatch):  # noqa: ANN001
+    """A merge whose changed rows were collected, more than the inlining limit, writes them
+    as files with pyarrow on the driver, without a Spark write; DuckDB reads every type in
+    them as in Spark's files and labels the updates."""
+    from dbt.adapters.ducklake.spark import write
+
+    table = lake.create_table("main.t", spark.createDataFrame(make_rows(0, 40), SCHEMA))
+    before = len(table.state().data_files)
+
+    def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a Spark write")
+
+    monkeypatch.setattr(write, "stage", no_spark_write)
+    result = table.merge(spark.createDataFrame(make_rows(25, 35), SCHEMA), "t.id = s.id",
+                         [merge.MergeClause("matched", "update_star"),
+                          merge.MergeClause("not_matched", "insert_star")], "t", "s")
+    assert (result.updated, result.inserted) == (15, 20)
+    sid = result.snapshot.snapshot_id
+    assert_same(duck, "t", table.read())
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 15, "update_postimage": 15, "insert": 20}
+    files = duck_rows(duck, "SELECT count(*) FROM ducklake_list_files('lake', 't')")
+    assert files[0][0] == before + 2  # one file of updated rows, one of new rows
 
 
 def test_star_clauses_and_small_merge_is_inlined(spark, lake, duck, engine):  # noqa: ANN001

@@ -2,53 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-from decimal import Decimal
 
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
 from pyspark.sql import types as T
+from typed_rows import SCHEMA, make_rows
 
 pytestmark = pytest.mark.spark
-
-SCHEMA = T.StructType([
-    T.StructField("id", T.IntegerType(), False),
-    T.StructField("big", T.LongType()),
-    T.StructField("small", T.ShortType()),
-    T.StructField("tiny", T.ByteType()),
-    T.StructField("f", T.FloatType()),
-    T.StructField("d", T.DoubleType()),
-    T.StructField("dec", T.DecimalType(18, 3)),
-    T.StructField("wide", T.DecimalType(38, 10)),
-    T.StructField("s", T.StringType()),
-    T.StructField("b", T.BooleanType()),
-    T.StructField("day", T.DateType()),
-    T.StructField("ts", T.TimestampType()),
-    T.StructField("ntz", T.TimestampNTZType()),
-    T.StructField("bin", T.BinaryType()),
-    T.StructField("st", T.StructType([T.StructField("x", T.IntegerType()),
-                                      T.StructField("y", T.StringType())])),
-    T.StructField("arr", T.ArrayType(T.IntegerType())),
-    T.StructField("mp", T.MapType(T.StringType(), T.LongType())),
-])
-
-
-def make_rows(start: int, n: int) -> list[tuple]:
-    out = []
-    for i in range(start, start + n):
-        out.append((
-            i, i * 10_000_000_000, i % 300, i % 100, i / 4, i * 1.5 if i % 7 else None,
-            Decimal(i) / 8, Decimal("-1.0000000001") * i, f"name '{i}', é" if i % 5 else None,
-            i % 2 == 0, dt.date(2024, 1, 1) + dt.timedelta(days=i),
-            dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i),
-            dt.datetime(1969, 12, 31, 23, 59) + dt.timedelta(microseconds=i * 7),
-            bytes([i % 256, 0, 255]), {"x": i, "y": f"y{i}"} if i % 3 else None,
-            [i, None, i + 1] if i % 4 else [], {f"k{i}": i, "z": None} if i % 6 else None,
-        ))
-    return out
-
-
 
 def test_every_write_reads_the_same_in_duckdb(spark, lake, duck, lake_target):  # noqa: ANN001
     table = lake.create_table("main.t", spark.createDataFrame(make_rows(0, 40), SCHEMA))
@@ -131,6 +92,42 @@ def test_many_live_files_are_all_read(spark, lake, duck, lake_target):  # noqa: 
 
 def executed_plan(df) -> str:  # noqa: ANN001
     return df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+
+
+def test_an_arrow_table_beyond_the_inlining_limit_is_written_on_the_driver(  # noqa: ANN001
+        spark, lake, duck, lake_target, monkeypatch):
+    """Rows handed over as a pyarrow Table, more than are inlined, become a file pyarrow
+    writes on the driver (no Spark job): DuckDB reads every type as in Spark's files. A
+    partitioned table's rows still go through Spark, which lays out the partitions."""
+    from dbt.adapters.ducklake.spark import write
+
+    rows = spark.createDataFrame(make_rows(0, 25), SCHEMA).toArrow()
+    table = lake.create_table("main.t", spark.createDataFrame(make_rows(100, 5), SCHEMA))
+    real_stage = write.stage
+
+    def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a Spark write")
+
+    monkeypatch.setattr(write, "stage", no_spark_write)
+    table.append(rows)
+    assert sorted(lake.current_snapshot().changes) == ["inserted_into_table:1"]
+    assert_same(duck, "t", table.read())
+    assert table.read().count() == 30
+
+    monkeypatch.setattr(write, "stage", counted := _counted(real_stage))
+    parted = lake.create_table("main.p", spark.createDataFrame(make_rows(100, 5), SCHEMA),
+                               partition_by=["b"])
+    parted.append(rows)
+    assert counted.calls == 2  # the create and the append
+    assert_same(duck, "p", parted.read())
+
+
+def _counted(function):  # noqa: ANN001, ANN202
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        wrapper.calls += 1
+        return function(*args, **kwargs)
+    wrapper.calls = 0
+    return wrapper
 
 
 def test_a_plain_read_is_a_plain_parquet_scan(spark, lake, duck, lake_target):  # noqa: ANN001

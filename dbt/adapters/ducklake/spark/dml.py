@@ -120,33 +120,43 @@ def stage_insert(
     """
     with lake.read() as conn:
         limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
-    rows: pa.Table | None = None
-    new_files: list[data_files.NewDataFile] = []
+    if isinstance(df, pa.Table) and inline_ok and limit > 0 and df.num_rows <= limit:
+        # Driver-side rows within the limit: inlined without a Spark job (and without the
+        # catalog reads only a file write needs: a streaming commit is latency).
+        rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
+        spark_write.check_not_null(rows, columns)
+        return _register(tx, ref, rows, [], row_ids, replace, inlined_row_ids)
+    compression, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys)
     if isinstance(df, pa.Table):
-        if inline_ok and limit > 0 and df.num_rows <= limit:
-            # Driver-side rows within the limit: inlined without a Spark job (and without
-            # the catalog reads only a file write needs: a streaming commit is latency).
-            rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
-            spark_write.check_not_null(rows, columns)
-        else:
-            df = spark.createDataFrame(df, schema=from_arrow_schema(
-                df.schema, prefer_timestamp_ntz=True))
-    if rows is None:
-        compression, partition_keys = _file_settings(lake, schema_id, table_id, columns,
-                                                     partition_keys)
-        conformed = spark_write.conform(df, columns, row_ids=row_ids)
-        if inline_ok and limit > 0 and df.isLocal():
-            local = spark_write.local_rows(conformed)
-            if local.num_rows <= limit:
-                spark_write.check_not_null(local, columns)
-                rows = local
-    if rows is None:
-        assert partition_keys is not None  # resolved in the block above, as rows was None
-        staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids,
-                                   partition_keys, compression=compression)
-        rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok,
-                                             limit, row_ids)
+        if spark_write.writes_on_driver(columns, keys):
+            # More driver-side rows: one file written on the driver, still no Spark job.
+            staged = spark_write.stage_rows(
+                spark, spark_write.conform_arrow(df, columns, row_ids=row_ids), table_dir,
+                columns, compression=compression)
+            _, new_files = _inline_or_publish(tx, staged, table_dir, columns, False, limit,
+                                              row_ids)
+            return _register(tx, ref, None, new_files, row_ids, replace, inlined_row_ids)
+        df = spark.createDataFrame(df, schema=from_arrow_schema(
+            df.schema, prefer_timestamp_ntz=True))
+    conformed = spark_write.conform(df, columns, row_ids=row_ids)
+    if inline_ok and limit > 0 and df.isLocal():
+        local = spark_write.local_rows(conformed)
+        if local.num_rows <= limit:
+            spark_write.check_not_null(local, columns)
+            return _register(tx, ref, local, [], row_ids, replace, inlined_row_ids)
+    staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids, keys,
+                               compression=compression)
+    rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok, limit,
+                                         row_ids)
     return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
+
+
+def writes_on_driver(target: Target, state: TableState) -> bool:
+    """Whether rows of the table collected on the driver are written there too
+    (:func:`.write.writes_on_driver`: no partition keys, no physically written column)."""
+    _, keys = _file_settings(target.lake, state.schema.schema_id, state.table.table_id,
+                             state.columns, None)
+    return spark_write.writes_on_driver(state.columns, keys)
 
 
 def _inline_or_publish(tx: Transaction, staged: spark_write.StagedWrite, table_dir: str,

@@ -33,7 +33,7 @@ from ..lake.options import inlining_row_limit
 from ..lake.value_text import encode_value
 from . import expressions as sql
 from . import skipping
-from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new
+from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new, writes_on_driver
 from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
 from .types import spark_type
 
@@ -168,18 +168,23 @@ def merge_into(
                 limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
                                            state.table.table_id)
             inline_ok = can_inline(columns, table.lake.dialect)
-            # Rows within the inlining limit are staged from the driver; more stay Spark's
-            # (read from the caches), so that updates and inserts share one write.
+            on_driver = writes_on_driver(table, state)
+            # The collected rows are staged from the driver: inlined within the inlining
+            # limit, else as a file pyarrow writes. Where the driver cannot write the table's
+            # files, more rows stay Spark's (read from the caches), so that updates and
+            # inserts share one write.
             if updates is not None:
                 rows = _rows_of(pairs_rows, updating).rename_columns(
                     {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])
-                updates = rows if inline_ok and rows.num_rows <= limit else updates
+                updates = rows if on_driver or inline_ok and rows.num_rows <= limit \
+                    else updates
                 updates = None if rows.num_rows == 0 else updates
             if inserts is not None:
                 matched = pc.drop_null(pairs_rows.column(SOURCE_ROW)).combine_chunks()
                 rows = candidate_rows.filter(pc.invert(pc.is_in(
                     candidate_rows.column(SOURCE_ROW), value_set=matched))).select(names)
-                inserts = rows if inline_ok and rows.num_rows <= limit else inserts
+                inserts = rows if on_driver or inline_ok and rows.num_rows <= limit \
+                    else inserts
                 inserts = None if rows.num_rows == 0 else inserts
         else:
             positions, inlined = _touched(pairs.where(F.col(ACTION).isin(touching)))
