@@ -1,9 +1,9 @@
 """MERGE of a small change set into a large table: merge-on-read against a full rebuild.
 
 A target of N rows (``--scale``, default 1,000,000; written by Spark as ``--files`` Parquet
-files) receives a source that updates 1% of its rows and inserts 1% new rows. ``--changes
-scattered`` (the default) spreads the updates evenly over every file, the worst case for
-rewriting and for file pruning; ``--changes recent`` updates the newest rows, as late
+files) receives a source that updates 1% of its rows and inserts 1% new rows (``--fraction``).
+``--changes scattered`` (the default) spreads the updates evenly over every file, the worst
+case for rewriting and for file pruning; ``--changes recent`` updates the newest rows, as late
 corrections to recent facts do (results in ``merge-recent.json``). Systems, each on a fresh
 copy of the target in one lake:
 
@@ -33,11 +33,12 @@ import _common as C  # noqa: E402
 SYSTEMS = ("ours-merge", "ours-rebuild", "duckdb-merge")
 
 
-def make_data(spark, n: int, files: int, changes: str):  # noqa: ANN001, ANN201 - DataFrames
-    """Target rows 0..n-1 and a source updating 1% of them and adding n/100 rows.
+def make_data(spark, n: int, files: int, changes: str,  # noqa: ANN001, ANN201 - DataFrames
+              fraction: float = 0.01):
+    """Target rows 0..n-1 and a source updating ``fraction`` of them and adding as many rows.
 
-    ``scattered`` updates every 100th row, so every target file holds updated rows;
-    ``recent`` updates the newest 1% (the highest ids), as late corrections to recent facts
+    ``scattered`` updates every (1/fraction)th row, so every target file holds updated rows;
+    ``recent`` updates the newest ones (the highest ids), as late corrections to recent facts
     do, so only the last file does.
     """
     from pyspark.sql import functions as F
@@ -49,12 +50,14 @@ def make_data(spark, n: int, files: int, changes: str):  # noqa: ANN001, ANN201 
                         F.concat(F.lit("name-"), F.col("id").cast("string")).alias("name"),
                         F.lit(version).cast("int").alias("version")))
 
+    changed = int(n * fraction)
     target = rows(0, n, 0).repartitionByRange(files, "id")
     if changes == "scattered":
-        updates = rows(0, n, 1).where(F.col("id") % 100 == 7)
+        step = n // changed
+        updates = rows(0, n, 1).where(F.col("id") % step == min(7, step - 1))
     else:
-        updates = rows(n - n // 100, n, 1)
-    inserts = rows(n, n + n // 100, 1)
+        updates = rows(n - changed, n, 1)
+    inserts = rows(n, n + changed, 1)
     return target, updates.unionByName(inserts).coalesce(1)
 
 
@@ -116,12 +119,17 @@ def main() -> None:
     p = C.parser(__doc__.splitlines()[0], "target rows", 1_000_000)
     p.add_argument("--files", type=int, default=8, help="Parquet files of the target")
     p.add_argument("--changes", choices=("scattered", "recent"), default="scattered",
-                   help="which 1%% of the rows the source updates: every 100th row "
-                        "(default; every file is touched) or the newest")
+                   help="which rows the source updates: evenly spread (default; every "
+                        "file is touched) or the newest")
+    p.add_argument("--fraction", type=float, default=0.01,
+                   help="share of the rows the source updates, and of new rows it adds "
+                        "(default 0.01; 0.0005 is a typical incremental run's few changes)")
     args = p.parse_args()
     args.n = int(args.scale)
     C.check_reps(args)
     name = "merge" if args.changes == "scattered" else f"merge-{args.changes}"
+    if args.fraction != 0.01:
+        name += f"-{args.fraction:g}"
     C.banner(name, args)
     results = C.Results(name, args)
     from dbt.adapters.ducklake.spark import SparkLake
@@ -131,11 +139,11 @@ def main() -> None:
         spec = C.new_lake(root, "merge", args.catalog)
         lake = SparkLake.open(spark, spec.catalog, spec.data_path, **spec.open_kwargs())
         try:
-            target, source = make_data(spark, args.n, args.files, args.changes)
+            target, source = make_data(spark, args.n, args.files, args.changes, args.fraction)
             target = target.cache()
             target.count()
             lake.create_table("main.src", source)
-            expected = args.n + args.n // 100
+            expected = args.n + int(args.n * args.fraction)
             # One untimed round first: the JVM compiles the code paths of each statement on
             # its first run (a first merge took 2-4x a later one), as a long-running job's would.
             warm = C.Results("warm-up", args)

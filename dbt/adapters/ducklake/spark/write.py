@@ -558,6 +558,8 @@ def stage_rows(spark: SparkSession, rows: pa.Table, table_dir: str,
     staging = f"{table_dir}{lake_files.STAGING_MARK}{uuid.uuid4().hex}"
     staged = StagedWrite(spark, staging)
     staged.nan_columns = _nan_columns(rows, columns)
+    if rows.num_rows == 0:  # no file, as a Spark write leaves none for no rows
+        return staged
     try:
         path = f"{staging}/part-00000.parquet"
         _write_bytes(path, _parquet_bytes(_file_table(rows, columns), compression), table_dir)
