@@ -129,8 +129,9 @@ def test_a_matched_source_row_no_clause_applies_to_is_not_inserted(  # noqa: ANN
 
 def test_a_small_merge_is_written_on_the_driver(spark, lake, duck, monkeypatch):  # noqa: ANN001
     """A merge whose changed rows were collected, more than the inlining limit, writes them
-    as files with pyarrow on the driver, without a Spark write; DuckDB reads every type in
-    them as in Spark's files and labels the updates."""
+    as files with pyarrow on the driver, without a Spark write and without caching the pairs
+    it collected; DuckDB reads every type in them as in Spark's files and labels the
+    updates."""
     from dbt.adapters.ducklake.spark import write
 
     table = lake.create_table("main.t", spark.createDataFrame(make_rows(0, 40), SCHEMA))
@@ -140,10 +141,12 @@ def test_a_small_merge_is_written_on_the_driver(spark, lake, duck, monkeypatch):
         raise AssertionError("a Spark write")
 
     monkeypatch.setattr(write, "stage", no_spark_write)
+    monkeypatch.setattr(merge.sql, "cached", counted(merge.sql.cached))
     result = table.merge(spark.createDataFrame(make_rows(25, 35), SCHEMA), "t.id = s.id",
                          [merge.MergeClause("matched", "update_star"),
                           merge.MergeClause("not_matched", "insert_star")], "t", "s")
     assert (result.updated, result.inserted) == (15, 20)
+    assert merge.sql.cached.calls == 1  # the source; the pairs are read once, by the probe
     sid = result.snapshot.snapshot_id
     assert_same(duck, "t", table.read())
     changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("

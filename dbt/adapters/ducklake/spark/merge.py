@@ -140,26 +140,45 @@ def merge_into(
         # makes the target's scan look: it is the target that is large.
         broadcast_source = sql.broadcastable(src)
         state = _skip_files(table, state, paired, on, t, s)
-        pairs_cache, pairs = sql.cached(paired(scan(table.spark, state, metadata=True)))
+        planned = paired(scan(table.spark, state, metadata=True))
         candidates = unmatched() if NOT_MATCHED in kinds else None
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
         names = [c.column_name for c in columns]
-        updates: DataFrame | pa.Table | None = pairs.where(F.col(ACTION).isin(updating)).select(
-            *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None
-        inserts: DataFrame | pa.Table | None = None if candidates is None else \
-            candidates.join(pairs.select(SOURCE_ROW), on=SOURCE_ROW, how="left_anti") \
-            .select(*names)
+        on_driver = writes_on_driver(table, state)
         # Most merges (a dbt snapshot, an incremental run) change a few rows: the pairs and
         # the candidate inserts are collected in one job, and the rows are staged from the
-        # driver (inlined or written), without a Spark job per kind of row. (Not when the
-        # source's row count, if known, already says they are more than the driver takes.)
+        # driver (inlined, or a file pyarrow writes), without a Spark job per kind of row.
+        # (Not when the source's row count, if known, already says they are more than the
+        # driver takes.) The pairs are cached for the jobs that may read them again: not for
+        # that probe when the driver can write whatever it collects.
+        probing = not (source_rows is not None and source_rows > DRIVER_ROWS
+                       and _probe_holds_every_source_row(clauses))
+        pairs = planned
+        if not (probing and on_driver):
+            pairs_cache, pairs = sql.cached(planned)
         outcome = None
-        if not (source_rows is not None and source_rows > DRIVER_ROWS
-                and _probe_holds_every_source_row(clauses)):
+        if probing:
             probe = pairs if candidates is None else pairs.unionByName(candidates)
             outcome = probe.limit(DRIVER_ROWS + 1).toArrow()
-        if outcome is not None and outcome.num_rows <= DRIVER_ROWS:
+        if outcome is None or outcome.num_rows > DRIVER_ROWS:
+            if pairs_cache is None:
+                pairs_cache, pairs = sql.cached(planned)
+            outcome = None
+
+        def spark_rows() -> tuple[DataFrame | None, DataFrame | None]:
+            """The updated and the inserted rows as Spark computes them from the pairs' cache
+            (there unless the driver writes whatever the probe collected)."""
+            assert pairs_cache is not None
+            return (pairs.where(F.col(ACTION).isin(updating)).select(
+                        *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None,
+                    None if candidates is None else candidates.join(
+                        pairs.select(SOURCE_ROW), on=SOURCE_ROW, how="left_anti")
+                    .select(*names))
+
+        updates: DataFrame | pa.Table | None
+        inserts: DataFrame | pa.Table | None
+        if outcome is not None:
             located = pc.is_valid(outcome.column(ROW_ID))
             pairs_rows = outcome.filter(located)
             candidate_rows = outcome.filter(pc.invert(located))
@@ -168,26 +187,20 @@ def merge_into(
                 limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
                                            state.table.table_id)
             inline_ok = can_inline(columns, table.lake.dialect)
-            on_driver = writes_on_driver(table, state)
-            # The collected rows are staged from the driver: inlined within the inlining
-            # limit, else as a file pyarrow writes. Where the driver cannot write the table's
-            # files, more rows stay Spark's (read from the caches), so that updates and
-            # inserts share one write.
-            if updates is not None:
-                rows = _rows_of(pairs_rows, updating).rename_columns(
-                    {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])
-                updates = rows if on_driver or inline_ok and rows.num_rows <= limit \
-                    else updates
-                updates = None if rows.num_rows == 0 else updates
-            if inserts is not None:
+            kept = _rows_of(pairs_rows, updating).rename_columns(
+                {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN]) if updating else None
+            new = None
+            if candidates is not None:
                 matched = pc.drop_null(pairs_rows.column(SOURCE_ROW)).combine_chunks()
-                rows = candidate_rows.filter(pc.invert(pc.is_in(
+                new = candidate_rows.filter(pc.invert(pc.is_in(
                     candidate_rows.column(SOURCE_ROW), value_set=matched))).select(names)
-                inserts = rows if on_driver or inline_ok and rows.num_rows <= limit \
-                    else inserts
-                inserts = None if rows.num_rows == 0 else inserts
+            in_spark = (None, None) if on_driver else spark_rows()
+            inline_limit = limit if inline_ok else None
+            updates = _staged_form(kept, in_spark[0], on_driver, inline_limit)
+            inserts = _staged_form(new, in_spark[1], on_driver, inline_limit)
         else:
             positions, inlined = _touched(pairs.where(F.col(ACTION).isin(touching)))
+            updates, inserts = spark_rows()
         if not positions and not inlined and inserts is None:
             return MergeResult(None, 0, 0, 0)
         tx = table.transaction(state)
@@ -264,6 +277,19 @@ def _skip_files(table: Target, state: TableState, plan: Callable[[DataFrame], Da
         f"{state.schema.schema_name}.{state.table.table_name}", state.snapshot_id,
         skipped).describe())
     return replace(state, data_files=skipped.kept)
+
+
+def _staged_form(rows: pa.Table | None, in_spark: DataFrame | None, on_driver: bool,
+                 inline_limit: int | None) -> DataFrame | pa.Table | None:
+    """How a kind of collected rows is staged: not at all when there are none; from the
+    driver when it writes the table's files or the rows are within the inlining limit
+    (``None``: no inlining); else as Spark computes them from the caches, so that the updated
+    and the inserted rows share one Spark write."""
+    if rows is None or rows.num_rows == 0:
+        return None
+    if on_driver or inline_limit is not None and rows.num_rows <= inline_limit:
+        return rows
+    return in_spark
 
 
 def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
