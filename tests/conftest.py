@@ -138,6 +138,19 @@ class LakeTarget:
         return {"metadata_schema": self.metadata_schema} if self.metadata_schema else {}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_dbt_adapters() -> Iterator[None]:
+    """No dbt adapter outlives its test module. dbt keeps the last adapter it registered in
+    the process (``dbtRunner`` leaves it), and dbt-tests-adapter's ``adapter`` fixture
+    registers its own only when none is: a later module in the same worker then got the
+    integration project's adapter and profile (a seed test created its table in schema
+    ``shop``), depending on the order xdist gave the modules."""
+    yield
+    from dbt.adapters.factory import reset_adapters
+
+    reset_adapters()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget]:  # noqa: ANN001
     data_path = str(tmp_path / "data") + "/"
