@@ -63,11 +63,13 @@ def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows): 
 def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake, duck, engine,  # noqa: ANN001
                                                                     monkeypatch):
     """With a NOT MATCHED clause without a condition, every source row is a candidate insert:
-    when the source's row count (from its key range) is above ``DRIVER_ROWS``, the outcome
-    is not probed on the driver but merged in Spark, with the same result."""
+    when the source's row count (from its key range) is above ``DRIVER_ROWS`` and its cache
+    above ``DRIVER_BYTES``, the outcome is not probed on the driver but merged in Spark, with
+    the same result."""
     from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
     monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
+    monkeypatch.setattr(merge, "DRIVER_BYTES", 0)
     monkeypatch.setattr(merge, "_probe_holds_every_source_row",
                         counted(merge._probe_holds_every_source_row))
     spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
@@ -96,6 +98,81 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake,
     changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
                                    f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
     assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+
+
+@pytest.mark.parametrize("result_size", ["within", "beyond"])
+def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_driver(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch, result_size):
+    """A source of more than ``DRIVER_ROWS`` rows whose cache is within ``DRIVER_BYTES`` is
+    collected whole with its pairs, in one job without a limit, and the driver writes the
+    rows: no Spark write, no cache of the pairs. When the rows are beyond what
+    ``spark.driver.maxResultSize`` lets the driver collect, the merge goes the Spark way,
+    with the same result."""
+    from dbt.adapters.ducklake.spark import write
+    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
+
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
+    monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
+    monkeypatch.setattr(merge.sql, "cached", counted(merge.sql.cached))
+    if result_size == "within":
+        def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            raise AssertionError("a Spark write")
+
+        monkeypatch.setattr(write, "stage", no_spark_write)
+        monkeypatch.setattr(merge.sql, "collect_within_result_size",
+                            counted(merge.sql.collect_within_result_size))
+    else:
+        monkeypatch.setattr(merge.sql, "collect_within_result_size",
+                            counted(lambda df: None))
+    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
+    try:
+        result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
+                                   FROM range(30, 50)) s ON t.id = s.id
+                                   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
+                                   INSERT *""")
+    finally:
+        spark.conf.unset(MIN_BYTES_CONF)
+    assert merge.sql.collect_within_result_size.calls == 1
+    # the source; and the pairs, for the Spark way
+    assert merge.sql.cached.calls == (1 if result_size == "within" else 2)
+    rows = lake.table("main.t").read()
+    assert rows.count() == 50 and rows.where("v = 'new'").count() == 20
+    assert_same(duck, "t", rows)
+    sid = result.snapshot.snapshot_id
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+
+
+def test_a_collect_beyond_the_result_size_is_none_and_other_errors_are_raised(  # noqa: ANN001
+        spark, monkeypatch):
+    """Spark fails a collect beyond ``spark.driver.maxResultSize``; that failure (and no
+    other) makes ``collect_within_result_size`` answer ``None``."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from dbt.adapters.ducklake.spark import expressions as sql
+
+    assert sql.max_result_size(spark) == 1 << 30  # Spark's default, 1g
+    df = spark.range(3)
+    assert sql.collect_within_result_size(df).num_rows == 3
+    jvm = spark.sparkContext._jvm
+    for message, expected in (
+            ("Job aborted due to stage failure: Total size of serialized results of 1 tasks "
+             "(8.8 MiB) is bigger than spark.driver.maxResultSize (1024.0 KiB)", None),
+            ("Job aborted due to stage failure: disk full", Py4JJavaError)):
+        error = Py4JJavaError("An error occurred while calling o40.getResult.",
+                              jvm.org.apache.spark.SparkException(message))
+
+        def failing(self, error=error):  # noqa: ANN001, ANN202
+            raise error
+
+        monkeypatch.setattr(DataFrame, "toArrow", failing)
+        if expected is None:
+            assert sql.collect_within_result_size(df) is None
+        else:
+            with pytest.raises(expected, match="disk full"):
+                sql.collect_within_result_size(df)
 
 
 @pytest.mark.parametrize("broadcast", [True, False], ids=["broadcast", "shuffled"])

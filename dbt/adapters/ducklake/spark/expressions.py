@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructType
@@ -134,10 +136,33 @@ def broadcastable(df: DataFrame) -> bool:
     and projected columns makes that one look smaller."""
     limit = df.sparkSession._jsparkSession.sessionState().conf() \
         .autoBroadcastJoinThreshold()  # noqa: SLF001 - no public API gives the parsed size
-    if limit < 0:
-        return False
+    return limit >= 0 and size_in_bytes(df) <= limit
+
+
+def size_in_bytes(df: DataFrame) -> int:
+    """Spark's size estimate of ``df``'s rows: exact for a cache it has filled, else from file
+    sizes and column widths."""
     size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
-    return int(str(size)) <= limit  # a Scala BigInt, converted or not by py4j
+    return int(str(size))  # a Scala BigInt, converted or not by py4j
+
+
+def max_result_size(spark: SparkSession) -> int:
+    """``spark.driver.maxResultSize`` in bytes (0: unbounded): the most a collect may bring to
+    the driver; Spark fails the job beyond it."""
+    text = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g") or "1g"
+    parse = java_class(spark, "org.apache.spark.network.util.JavaUtils").byteStringAsBytes
+    return int(parse(text))
+
+
+def collect_within_result_size(df: DataFrame) -> pa.Table | None:
+    """``df.toArrow()``, or ``None`` when its rows are more than ``spark.driver.maxResultSize``
+    lets the driver collect (Spark stops the job as soon as they are)."""
+    try:
+        return df.toArrow()
+    except Py4JJavaError as exc:
+        if "spark.driver.maxResultSize" in str(exc):
+            return None
+        raise
 
 
 def cached(df: DataFrame) -> tuple[DataFrame, DataFrame]:

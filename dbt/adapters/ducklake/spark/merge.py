@@ -15,13 +15,14 @@ source row's fate changes (an update instead of an insert), so that is a conflic
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from ..lake import delete_files, pruning
@@ -152,19 +153,27 @@ def merge_into(
         # (Not when the source's row count, if known, already says they are more than the
         # driver takes.) The pairs are cached for the jobs that may read them again: not for
         # that probe when the driver can write whatever it collects.
-        probing = not (source_rows is not None and source_rows > DRIVER_ROWS
-                       and _probe_holds_every_source_row(clauses))
+        # A larger source whose cache fits the driver (_source_fits_driver) is collected in
+        # full with its pairs when the driver writes the files: no limit (a limit gathers the
+        # rows in one task) and no Spark write; Spark's spark.driver.maxResultSize bounds the
+        # collect, and a merge whose pairs outgrow it goes the Spark way.
+        large = source_rows is not None and source_rows > DRIVER_ROWS
+        whole = large and on_driver and _source_fits_driver(src)
+        probing = whole or not (large and _probe_holds_every_source_row(clauses))
         pairs = planned
         if not (probing and on_driver):
             pairs_cache, pairs = sql.cached(planned)
         outcome = None
         if probing:
             probe = pairs if candidates is None else pairs.unionByName(candidates)
-            outcome = probe.limit(DRIVER_ROWS + 1).toArrow()
-        if outcome is None or outcome.num_rows > DRIVER_ROWS:
-            if pairs_cache is None:
-                pairs_cache, pairs = sql.cached(planned)
-            outcome = None
+            if whole:
+                outcome = sql.collect_within_result_size(probe)
+            else:
+                outcome = probe.limit(DRIVER_ROWS + 1).toArrow()
+                if outcome.num_rows > DRIVER_ROWS:
+                    outcome = None
+        if outcome is None and pairs_cache is None:
+            pairs_cache, pairs = sql.cached(planned)
 
         def spark_rows() -> tuple[DataFrame | None, DataFrame | None]:
             """The updated and the inserted rows as Spark computes them from the pairs' cache
@@ -292,6 +301,15 @@ def _staged_form(rows: pa.Table | None, in_spark: DataFrame | None, on_driver: b
     return in_spark
 
 
+def _source_fits_driver(src: DataFrame) -> bool:
+    """Whether a merge may collect its whole outcome, for a source whose cache is filled: the
+    source is within :data:`DRIVER_BYTES` and a quarter of ``spark.driver.maxResultSize``
+    (the outcome holds each source row once or twice, plus its pairs), and that setting
+    bounds the collect at all (0 is no bound)."""
+    bound = sql.max_result_size(src.sparkSession)
+    return bound > 0 and sql.size_in_bytes(src) <= min(DRIVER_BYTES, bound // 4)
+
+
 def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
     """Whether the collected probe of a merge holds a row for every source row: a ``WHEN NOT
     MATCHED`` clause without a condition (dbt's merge strategy) gives each one an insert."""
@@ -306,8 +324,9 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
 
     Only the equalities ``t.col = s.col`` among the ON condition's top-level ANDs count, and
     only for columns whose type prunes exactly (:data:`.lake.pruning.PRUNABLE_TYPES`) and
-    whose source type is the same. One Spark job over the cached source gives the row count
-    and every key's range.
+    whose source type is the same. The job that fills the source's cache gives the row count
+    and every key's range on the way (:func:`_fill_observed`): one stage, with no
+    aggregation's shuffle and no job of its own.
     """
     keys = []
     source_types = {f.name.lower(): f.dataType for f in src.schema.fields}
@@ -318,9 +337,9 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
                 source_types.get(source_name) != spark_type(column):
             continue
         keys.append((column, source_name))
-    row = src.agg(F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
-                                       for f in (F.min, F.max)]).first()
-    if row is None or not row[0]:  # (a global aggregate always has its one row)
+    row = _fill_observed(src, [F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
+                                                      for f in (F.min, F.max)]])
+    if not row[0]:
         return None, 0
     ranges = []
     for index, (column, _) in enumerate(keys):
@@ -338,6 +357,18 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
                                               state.snapshot_id, conn)
     return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds,
                                                              ranges)), row[0]
+
+
+def _fill_observed(cached: DataFrame, metrics: Sequence[Column]) -> list[Any]:
+    """Fill ``cached`` (a frame reading a cache) and return the aggregate ``metrics`` over its
+    rows, computed on the way. A plain aggregation would take three Spark jobs under adaptive
+    execution (the cache, the partial and the final aggregate); this is one stage, whose rows
+    go to Spark's no-op sink."""
+    observation = Observation(f"ducklake_{uuid.uuid4().hex}")
+    named = [m.alias(f"m{i}") for i, m in enumerate(metrics)]
+    cached.observe(observation, *named).write.format("noop").mode("overwrite").save()
+    values = observation.get
+    return [values.get(f"m{i}") for i in range(len(named))]
 
 
 def _terms(on: str) -> list[Any] | None:
@@ -386,8 +417,10 @@ ACTION = "__ducklake_action"
 # Each source row's number (monotonically_increasing_id, fixed by the source's cache).
 SOURCE_ROW = "__ducklake_source_row"
 # Outcomes up to this many rows are collected to the driver in one job (a merge's typical
-# few changed rows); larger ones stay in Spark.
+# few changed rows); larger ones stay in Spark, unless the source's cache is within
+# DRIVER_BYTES (_source_fits_driver).
 DRIVER_ROWS = 10_000
+DRIVER_BYTES = 256 * 1024 * 1024
 
 
 def _action(clauses: Sequence[MergeClause], sides: dict[str, str]) -> str:
