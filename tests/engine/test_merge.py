@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
+from spies import counted
 from typed_rows import SCHEMA, make_rows
 
 from dbt.adapters.ducklake.lake import SchemaMismatchError
@@ -12,15 +13,6 @@ from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
-
-
-def counted(function):  # noqa: ANN001, ANN201
-    """``function``, counting its calls in ``.calls``."""
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        wrapper.calls += 1
-        return function(*args, **kwargs)
-    wrapper.calls = 0
-    return wrapper
 
 
 @pytest.fixture

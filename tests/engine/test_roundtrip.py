@@ -7,6 +7,7 @@ import os
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
 from pyspark.sql import types as T
+from spies import counted
 from typed_rows import SCHEMA, make_rows
 
 pytestmark = pytest.mark.spark
@@ -114,20 +115,12 @@ def test_an_arrow_table_beyond_the_inlining_limit_is_written_on_the_driver(  # n
     assert_same(duck, "t", table.read())
     assert table.read().count() == 30
 
-    monkeypatch.setattr(write, "stage", counted := _counted(real_stage))
+    monkeypatch.setattr(write, "stage", stage := counted(real_stage))
     parted = lake.create_table("main.p", spark.createDataFrame(make_rows(100, 5), SCHEMA),
                                partition_by=["b"])
     parted.append(rows)
-    assert counted.calls == 2  # the create and the append
+    assert stage.calls == 2  # the create and the append
     assert_same(duck, "p", parted.read())
-
-
-def _counted(function):  # noqa: ANN001, ANN202
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        wrapper.calls += 1
-        return function(*args, **kwargs)
-    wrapper.calls = 0
-    return wrapper
 
 
 def test_a_plain_read_is_a_plain_parquet_scan(spark, lake, duck, lake_target):  # noqa: ANN001

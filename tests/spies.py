@@ -1,0 +1,15 @@
+"""Spies for tests that check how often the engine takes a path (a Spark write, a cache)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def counted(function: Callable[..., Any]) -> Any:
+    """``function``, counting its calls in ``.calls``."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        wrapper.calls += 1  # type: ignore[attr-defined]
+        return function(*args, **kwargs)
+    wrapper.calls = 0  # type: ignore[attr-defined]
+    return wrapper
