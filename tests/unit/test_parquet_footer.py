@@ -403,3 +403,25 @@ def test_drop_last_column_leaves_a_file_without_it(tmp_path):  # noqa: ANN001
     for name in ("a", "s", "nope"):  # only the last top-level leaf column can go
         with pytest.raises(ValueError, match="last top-level leaf"):
             drop_last_column(path, name)
+
+
+def test_driver_written_files_use_a_dictionary_only_where_values_repeat() -> None:
+    """pyarrow would dictionary-encode every column; a file the driver writes does so only
+    for columns with repeated values, as Spark's writer decides: a column of distinct values
+    is written plainly, and the file is smaller than with pyarrow's default."""
+    from dbt.adapters.ducklake.spark.write import _parquet_bytes
+
+    n = 50_000
+    table = pa.table({"id": pa.array(range(n), pa.int64()),
+                      "name": pa.array([f"name-{i}" for i in range(n)]),
+                      "k": pa.array([i % 10 for i in range(n)], pa.int32()),
+                      "nothing": pa.nulls(n)})
+    data = _parquet_bytes(table, "snappy")
+    chunks = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
+    dictionary = {chunks.column(i).path_in_schema: chunks.column(i).has_dictionary_page
+                  for i in range(chunks.num_columns)}
+    assert dictionary == {"id": False, "name": False, "k": True, "nothing": True}
+    assert pq.read_table(pa.BufferReader(data)).equals(table)
+    default = pa.BufferOutputStream()
+    pq.write_table(table, default, compression="snappy", store_schema=False)
+    assert len(data) < 0.8 * default.getvalue().size

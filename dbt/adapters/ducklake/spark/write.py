@@ -634,11 +634,40 @@ def _arrow_field(name: str, column: ColumnInfo, given: pa.DataType,
 
 def _parquet_bytes(table: pa.Table, compression: str) -> bytes:
     """The table as one Parquet file in memory; decimals as INT32/INT64 up to 18 digits, as
-    Spark and DuckDB write them."""
+    Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression=_ARROW_CODECS.get(compression, compression),
-                   store_schema=False, store_decimal_as_integer=True)
+                   store_schema=False, store_decimal_as_integer=True,
+                   use_dictionary=_dictionary(table))
     return bytes(sink.getvalue().to_pybytes())
+
+
+def _dictionary(table: pa.Table) -> bool | list[str]:
+    """The columns to dictionary-encode: those with repeated values. pyarrow encodes every
+    column with a dictionary until its page is full, so a column of distinct values (a key,
+    a row id, an amount) carries its values twice, in the dictionary and as indices: the
+    MERGE benchmark's files came out 40% larger than Spark's, whose writer drops a
+    dictionary that does not pay. Judged on the first rows, as a writer judges its first
+    page; a table with nested columns keeps pyarrow's default (their leaves have paths of
+    their own)."""
+    if any(pa.types.is_nested(f.type) for f in table.schema) or table.num_rows == 0:
+        return True
+    sample = table.slice(0, _DICTIONARY_SAMPLE)
+    return [name for name, column in zip(sample.column_names, sample.columns)
+            if _repeats(column)]
+
+
+def _repeats(column: pa.ChunkedArray) -> bool:
+    """Whether at most half of the column's values are distinct (a type pyarrow cannot count
+    keeps the dictionary)."""
+    try:
+        return pc.count_distinct(column).as_py() * 2 <= len(column)
+    except pa.ArrowNotImplementedError:
+        return True
+
+
+# Rows of a table from which _dictionary judges a column.
+_DICTIONARY_SAMPLE = 100_000
 
 
 def _write_bytes(path: str, data: bytes, table_dir: str) -> None:
