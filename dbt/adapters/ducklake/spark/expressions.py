@@ -19,7 +19,6 @@ from typing import Any
 
 import pyarrow as pa
 from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
-from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructType
@@ -159,7 +158,7 @@ def collect_within_result_size(df: DataFrame) -> pa.Table | None:
     lets the driver collect (Spark stops the job as soon as they are)."""
     try:
         return df.toArrow()
-    except Py4JJavaError as exc:
+    except Exception as exc:  # py4j's error, or PySpark's wrapping of it where it converts
         if "spark.driver.maxResultSize" in str(exc):
             return None
         raise
