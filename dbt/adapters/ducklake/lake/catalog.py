@@ -656,9 +656,6 @@ class Catalog(CatalogDatabase):
     def table_dir(self, schema: SchemaInfo, table: TableInfo) -> str:
         return join_path(self.schema_dir(schema), table.path, table.path_is_relative)
 
-    def file_path(self, table_dir: str, path: str, path_is_relative: bool) -> str:
-        return join_path(table_dir, path, path_is_relative)
-
 
 Lake = Catalog
 """The catalog client's earlier name, kept as an alias (as ``SparkLake.lake`` is kept for
