@@ -104,6 +104,7 @@ def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_drive
     from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
     engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
+    before = len(lake.table("main.t").state().data_files)
     monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
     monkeypatch.setattr(merge.sql, "cached", counted(merge.sql.cached))
     if result_size == "within":
@@ -119,7 +120,7 @@ def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_drive
     spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
     try:
         result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
-                                   FROM range(30, 50)) s ON t.id = s.id
+                                   FROM range(30, 70)) s ON t.id = s.id
                                    WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
                                    INSERT *""")
     finally:
@@ -128,12 +129,14 @@ def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_drive
     # the source; and the pairs, for the Spark way
     assert merge.sql.cached.calls == (1 if result_size == "within" else 2)
     rows = lake.table("main.t").read()
-    assert rows.count() == 50 and rows.where("v = 'new'").count() == 20
+    assert rows.count() == 70 and rows.where("v = 'new'").count() == 40
     assert_same(duck, "t", rows)
+    # the 30 new rows, beyond the inlining limit, are a file (pyarrow's, on the driver)
+    assert len(lake.table("main.t").state().data_files) > before
     sid = result.snapshot.snapshot_id
     changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
                                    f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
-    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 30}
 
 
 def test_a_collect_beyond_the_result_size_is_none_and_other_errors_are_raised(  # noqa: ANN001
