@@ -92,6 +92,51 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake,
     assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
 
 
+def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch):
+    """The source's key range filters the target's rows as well as its files: Spark hands it
+    to the Parquet reader, which skips the pages of a kept file outside it (a file of 200,000
+    rows has ten pages per column), and the rows it reads keep their positions in the file:
+    the rows the merge deletes and rewrites are the ones DuckDB sees updated."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
+
+    table = lake.create_table("main.t", spark.range(200_000).selectExpr(
+        "id", "CAST(id AS STRING) AS v", "date_from_unix_date(CAST(id AS INT)) AS d").coalesce(1))
+    assert len(table.state().data_files) == 1
+    plans = []
+    real_to_arrow = DataFrame.toArrow
+
+    def to_arrow(self):  # noqa: ANN001, ANN202
+        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
+                                                             "simple"))
+        return real_to_arrow(self)
+
+    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
+    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
+    spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # the plan's pushed filters
+    try:
+        result = engine.execute("""MERGE INTO `main.t` t USING (
+            SELECT id, 'new' AS v, CAST(NULL AS DATE) AS d FROM range(150000, 150010)
+            UNION ALL SELECT 300000L, 'new', NULL) s ON t.id = s.id
+            WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    finally:
+        spark.conf.unset(MIN_BYTES_CONF)
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
+    scans = [line for plan in plans for line in plan.splitlines() if "PushedFilters" in line]
+    assert any("GreaterThanOrEqual(id,150000)" in line and "LessThanOrEqual(id,300000)" in line
+               for line in scans), scans
+    rows = table.read()
+    assert sorted(r.id for r in rows.where("v = 'new'").collect()) == \
+        [*range(150000, 150010), 300000]
+    assert_same(duck, "t", rows)
+    sid = result.snapshot.snapshot_id
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 1}
+
+
 @pytest.mark.parametrize("result_size", ["within", "beyond"])
 def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_driver(  # noqa: ANN001
         spark, lake, duck, engine, monkeypatch, result_size):

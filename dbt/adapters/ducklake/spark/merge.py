@@ -127,9 +127,10 @@ def merge_into(
         # A target too small for file skipping to pay (skipping.worth_judging) is read whole:
         # no separate job for the source's key range; the merge job evaluates the source.
         source_rows = None
+        key_bounds: list[str] = []
         if not nmbs and state.data_files and \
                 skipping.worth_judging(table.spark, state.data_files):
-            pruned, source_rows = _prune_by_source_keys(table, state, src, on, t, s)
+            pruned, source_rows, key_bounds = _prune_by_source_keys(table, state, src, on, t, s)
             if pruned is None:
                 # An empty source changes nothing, but a bad ON condition or clause must fail
                 # as it would with rows: planning (no Spark job) analyses them.
@@ -141,7 +142,10 @@ def merge_into(
         # makes the target's scan look: it is the target that is large.
         broadcast_source = sql.broadcastable(src)
         state = _skip_files(table, state, paired, on, t, s)
-        planned = paired(scan(table.spark, state, metadata=True))
+        target = scan(table.spark, state, metadata=True)
+        # The key range bounds the target rows as well as its files: Spark hands the bounds to
+        # the Parquet reader, which skips the row groups and pages of a kept file outside them.
+        planned = paired(target.where(" AND ".join(key_bounds)) if key_bounds else target)
         candidates = unmatched() if NOT_MATCHED in kinds else None
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
@@ -317,10 +321,11 @@ def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
 
 
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
-                          t: str, s: str) -> tuple[TableState | None, int]:
+                          t: str, s: str) -> tuple[TableState | None, int, list[str]]:
     """The table state without the data files no source key can match (``None`` if the source
-    is empty), from the source's key range and the files' min/max statistics; and the
-    source's row count.
+    is empty), from the source's key range and the files' min/max statistics; the source's
+    row count; and the key range as conditions on the target's rows (SQL, for key types whose
+    values are spelled exactly: not timestamps, which reach Python in its local time).
 
     Only the equalities ``t.col = s.col`` among the ON condition's top-level ANDs count, and
     only for columns whose type prunes exactly (:data:`.lake.pruning.PRUNABLE_TYPES`) and
@@ -340,23 +345,28 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
     row = _fill_observed(src, [F.count(F.lit(1)), *[f(F.col(_q(name))) for _, name in keys
                                                       for f in (F.min, F.max)]])
     if not row[0]:
-        return None, 0
-    ranges = []
+        return None, 0, []
+    ranges, conditions = [], []
     for index, (column, _) in enumerate(keys):
         low, high = row[1 + 2 * index], row[2 + 2 * index]
         if low is None:  # every source key is NULL: equality matches no target row
-            return replace(state, data_files=[]), row[0]
+            return replace(state, data_files=[]), row[0], []
         low_text, high_text = encode_value(low, column.type), encode_value(high, column.type)
         if low_text is not None and high_text is not None:
             ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
+        if column.type.name in _SPELLED_KEYS:
+            kind = spark_type(column)
+            conditions.append(f"{_q(column.column_name)} BETWEEN "
+                              f"{sql.cast(sql.string(str(low)), kind)} AND "
+                              f"{sql.cast(sql.string(str(high)), kind)}")
     if not ranges or not state.data_files:
-        return state, row[0]
+        return state, row[0], conditions
     with table.lake.read() as conn:
         bounds = table.lake.file_column_bounds(state.table.table_id,
                                               [r.column_id for r in ranges],
                                               state.snapshot_id, conn)
     return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds,
-                                                             ranges)), row[0]
+                                                             ranges)), row[0], conditions
 
 
 def _fill_observed(cached: DataFrame, metrics: Sequence[Column]) -> list[Any]:
@@ -413,6 +423,10 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
     return out
 
 
+# Key types whose Python values (from the source's key range) cast back from their text to
+# the same value: integers, decimals and dates.
+_SPELLED_KEYS = pruning.PRUNABLE_TYPES - {"timestamp", "timestamp_s", "timestamp_ms",
+                                          "timestamp_ns"}
 ACTION = "__ducklake_action"
 # Each source row's number (monotonically_increasing_id, fixed by the source's cache).
 SOURCE_ROW = "__ducklake_source_row"
