@@ -13,3 +13,10 @@ def counted(function: Callable[..., Any]) -> Any:
         return function(*args, **kwargs)
     wrapper.calls = 0  # type: ignore[attr-defined]
     return wrapper
+
+
+def refused(what: str) -> Callable[..., Any]:
+    """A stand-in for a path a test says is not taken: calling it fails the test."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(what)
+    return refuse

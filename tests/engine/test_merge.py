@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
-from spies import counted
+from spies import counted, refused
 from typed_rows import SCHEMA, make_rows
 
 from dbt.adapters.ducklake.lake import SchemaMismatchError
 from dbt.adapters.ducklake.spark import merge
+from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
@@ -18,6 +19,14 @@ pytestmark = pytest.mark.spark
 @pytest.fixture
 def engine(spark, lake):  # noqa: ANN001, ANN201
     return Engine(spark, lake, ViewRegistry(spark, lake))
+
+
+@pytest.fixture
+def key_range_taken(spark):  # noqa: ANN001, ANN201
+    """The source's key range is taken and files are judged however small the table."""
+    spark.conf.set(MIN_BYTES_CONF, "0")
+    yield
+    spark.conf.unset(MIN_BYTES_CONF)
 
 
 @pytest.mark.parametrize("driver_rows", [merge.DRIVER_ROWS, 0], ids=["driver", "spark"])
@@ -52,27 +61,21 @@ def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows): 
                        "insert": 5}
 
 
-def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake, duck, engine,  # noqa: ANN001
-                                                                    monkeypatch):
+def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch, key_range_taken):
     """With a NOT MATCHED clause without a condition, every source row is a candidate insert:
     when the source's row count (from its key range) is above ``DRIVER_ROWS`` and its cache
     above ``DRIVER_BYTES``, the outcome is not probed on the driver but merged in Spark, with
     the same result."""
-    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
-
     monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
     monkeypatch.setattr(merge, "DRIVER_BYTES", 0)
     monkeypatch.setattr(merge, "_probe_holds_every_source_row",
                         counted(merge._probe_holds_every_source_row))
-    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
-    try:
-        engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
-        result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
-                                   FROM range(30, 50)) s ON t.id = s.id
-                                   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
-                                   INSERT *""")
-    finally:
-        spark.conf.unset(MIN_BYTES_CONF)
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
+    result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
+                               FROM range(30, 50)) s ON t.id = s.id
+                               WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
+                               INSERT *""")
     assert merge._probe_holds_every_source_row.calls == 1
     assert merge._probe_holds_every_source_row(
         [merge.MergeClause("matched", "update_star"),
@@ -93,14 +96,12 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(spark, lake,
 
 
 def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # noqa: ANN001
-        spark, lake, duck, engine, monkeypatch):
+        spark, lake, duck, engine, monkeypatch, key_range_taken):
     """The source's key range filters the target's rows as well as its files: Spark hands it
     to the Parquet reader, which skips the pages of a kept file outside it (a file of 200,000
     rows has ten pages per column), and the rows it reads keep their positions in the file:
     the rows the merge deletes and rewrites are the ones DuckDB sees updated."""
     from pyspark.sql.classic.dataframe import DataFrame
-
-    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
     table = lake.create_table("main.t", spark.range(200_000).selectExpr(
         "id", "CAST(id AS STRING) AS v", "date_from_unix_date(CAST(id AS INT)) AS d").coalesce(1))
@@ -114,7 +115,6 @@ def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # n
         return real_to_arrow(self)
 
     monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
-    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
     spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # the plan's pushed filters
     try:
         result = engine.execute("""MERGE INTO `main.t` t USING (
@@ -122,7 +122,6 @@ def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # n
             UNION ALL SELECT 300000L, 'new', NULL) s ON t.id = s.id
             WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
     finally:
-        spark.conf.unset(MIN_BYTES_CONF)
         spark.conf.unset("spark.sql.maxMetadataStringLength")
     scans = [line for plan in plans for line in plan.splitlines() if "PushedFilters" in line]
     assert any("GreaterThanOrEqual(id,150000)" in line and "LessThanOrEqual(id,300000)" in line
@@ -139,37 +138,29 @@ def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # n
 
 @pytest.mark.parametrize("result_size", ["within", "beyond"])
 def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_driver(  # noqa: ANN001
-        spark, lake, duck, engine, monkeypatch, result_size):
+        spark, lake, duck, engine, monkeypatch, key_range_taken, result_size):
     """A source of more than ``DRIVER_ROWS`` rows whose cache is within ``DRIVER_BYTES`` is
     collected whole with its pairs, in one job without a limit, and the driver writes the
     rows: no Spark write, no cache of the pairs. When the rows are beyond what
     ``spark.driver.maxResultSize`` lets the driver collect, the merge goes the Spark way,
     with the same result."""
     from dbt.adapters.ducklake.spark import write
-    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 
     engine.execute("CREATE TABLE `main.t` AS SELECT id, 'old' AS v FROM range(40)")
     before = len(lake.table("main.t").state().data_files)
     monkeypatch.setattr(merge, "DRIVER_ROWS", 5)
     monkeypatch.setattr(merge.sql, "cached", counted(merge.sql.cached))
     if result_size == "within":
-        def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            raise AssertionError("a Spark write")
-
-        monkeypatch.setattr(write, "stage", no_spark_write)
+        monkeypatch.setattr(write, "stage", refused("a Spark write"))
         monkeypatch.setattr(merge.sql, "collect_within_result_size",
                             counted(merge.sql.collect_within_result_size))
     else:
         monkeypatch.setattr(merge.sql, "collect_within_result_size",
                             counted(lambda df: None))
-    spark.conf.set(MIN_BYTES_CONF, "0")  # the key range is taken however small the table
-    try:
-        result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
-                                   FROM range(30, 70)) s ON t.id = s.id
-                                   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
-                                   INSERT *""")
-    finally:
-        spark.conf.unset(MIN_BYTES_CONF)
+    result = engine.execute("""MERGE INTO `main.t` t USING (SELECT id, 'new' AS v
+                               FROM range(30, 70)) s ON t.id = s.id
+                               WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN
+                               INSERT *""")
     assert merge.sql.collect_within_result_size.calls == 1
     # the source; and the pairs, for the Spark way
     assert merge.sql.cached.calls == (1 if result_size == "within" else 2)
@@ -254,10 +245,7 @@ def test_a_small_merge_is_written_on_the_driver(spark, lake, duck, monkeypatch):
     table = lake.create_table("main.t", spark.createDataFrame(make_rows(0, 40), SCHEMA))
     before = len(table.state().data_files)
 
-    def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        raise AssertionError("a Spark write")
-
-    monkeypatch.setattr(write, "stage", no_spark_write)
+    monkeypatch.setattr(write, "stage", refused("a Spark write"))
     monkeypatch.setattr(merge.sql, "cached", counted(merge.sql.cached))
     result = table.merge(spark.createDataFrame(make_rows(25, 35), SCHEMA), "t.id = s.id",
                          [merge.MergeClause("matched", "update_star"),
@@ -350,16 +338,13 @@ def test_the_source_is_evaluated_once(spark, lake, duck, engine):  # noqa: ANN00
     assert_same(duck, "t", rows)
 
 
-def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engine,  # noqa: ANN001
-                                                         monkeypatch):
+def test_files_outside_the_source_key_range_are_not_read(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch, key_range_taken):
     """The file statistics prune the merge: a file whose ids lie below every source id is
     never opened (moved away here, it would fail the read), and the result is unchanged."""
     import os
     import shutil
 
-    from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
-
-    spark.conf.set(MIN_BYTES_CONF, "0")  # judge files however small the table
     monkeypatch.setattr(merge, "_prune_by_source_keys", counted(merge._prune_by_source_keys))
 
     engine.execute("CREATE TABLE `main.t` (id BIGINT, v STRING)")
@@ -380,7 +365,6 @@ def test_files_outside_the_source_key_range_are_not_read(spark, lake, duck, engi
                            "ON t.id = s.id WHEN MATCHED THEN DELETE")
     finally:
         shutil.move(path + ".away", path)
-        spark.conf.unset(MIN_BYTES_CONF)
     assert os.path.exists(path)
     assert merge._prune_by_source_keys.calls == 2
     rows = table.read()

@@ -7,7 +7,7 @@ import os
 import pytest
 from oracle import assert_same, duck_rows, spark_rows
 from pyspark.sql import types as T
-from spies import counted
+from spies import counted, refused
 from typed_rows import SCHEMA, make_rows
 
 pytestmark = pytest.mark.spark
@@ -106,10 +106,7 @@ def test_an_arrow_table_beyond_the_inlining_limit_is_written_on_the_driver(  # n
     table = lake.create_table("main.t", spark.createDataFrame(make_rows(100, 5), SCHEMA))
     real_stage = write.stage
 
-    def no_spark_write(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        raise AssertionError("a Spark write")
-
-    monkeypatch.setattr(write, "stage", no_spark_write)
+    monkeypatch.setattr(write, "stage", refused("a Spark write"))
     table.append(rows)
     assert sorted(lake.current_snapshot().changes) == ["inserted_into_table:1"]
     assert_same(duck, "t", table.read())
