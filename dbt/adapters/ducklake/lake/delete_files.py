@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from . import files as lake_files
@@ -37,7 +38,7 @@ def delete_file_table(data_path: str, positions: Sequence[int],
                       snapshots: Sequence[int] | None) -> pa.Table:
     fields = [_field("file_path", pa.string(), FILE_PATH_FIELD_ID),
               _field("pos", pa.int64(), POS_FIELD_ID)]
-    arrays = [pa.array([data_path] * len(positions), pa.string()),
+    arrays = [pa.repeat(pa.scalar(data_path, pa.string()), len(positions)),
               pa.array(positions, pa.int64())]
     if snapshots is not None:
         fields.append(_field(SNAPSHOT_ID_COLUMN, pa.int64(), SNAPSHOT_ID_FIELD_ID))
@@ -63,7 +64,8 @@ def delete(
     inlined_row_ids: Sequence[int] = (),
 ) -> None:
     """Stage a DELETE: ``positions`` maps data file id -> row positions in that file."""
-    positions = {fid: sorted({int(p) for p in pos}) for fid, pos in positions.items() if pos}
+    positions = {fid: np.unique(np.asarray(pos, dtype=np.int64)).tolist()
+                 for fid, pos in positions.items() if len(pos)}
     if not positions and not inlined_row_ids:
         return
     tx.touch_data_files(list(positions))

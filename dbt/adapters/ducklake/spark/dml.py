@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -431,13 +433,16 @@ def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
 
 
 def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
-    """Data file positions and inlined row ids from (file id, position, row id) columns."""
-    positions: dict[int, list[int]] = {}
-    inlined: list[int] = []
-    for fid, pos, rid in zip(table.column(0).to_pylist(), table.column(1).to_pylist(),
-                             table.column(2).to_pylist()):
-        if fid is None:
-            inlined.append(rid)
-        else:
-            positions.setdefault(fid, []).append(pos)
-    return positions, inlined
+    """Data file positions (ascending) and inlined row ids from (file id, position, row id)
+    columns. Vectorised: a MERGE or UPDATE at scale locates hundreds of thousands of rows,
+    which a loop over Python values took a tenth of a second to sort out."""
+    located = pc.is_valid(table.column(0))
+    inlined = pc.filter(table.column(2), pc.invert(located)).to_pylist()
+    file_ids = pc.filter(table.column(0), located).to_numpy()
+    positions = pc.filter(table.column(1), located).to_numpy()
+    order = np.lexsort((positions, file_ids))
+    file_ids, positions = file_ids[order], positions[order]
+    starts = np.flatnonzero(np.diff(file_ids)) + 1
+    return ({int(ids[0]): part.tolist() for ids, part in
+             zip(np.split(file_ids, starts), np.split(positions, starts)) if len(ids)},
+            inlined)

@@ -148,7 +148,8 @@ def size_in_bytes(df: DataFrame) -> int:
 def max_result_size(spark: SparkSession) -> int:
     """``spark.driver.maxResultSize`` in bytes (0: unbounded): the most a collect may bring to
     the driver; Spark fails the job beyond it."""
-    text = spark.sparkContext.getConf().get("spark.driver.maxResultSize", "1g") or "1g"
+    # the session's configuration holds the context's (getConf() would copy all of it)
+    text = spark.conf.get("spark.driver.maxResultSize", "1g") or "1g"
     parse = java_class(spark, "org.apache.spark.network.util.JavaUtils").byteStringAsBytes
     return int(parse(text))
 
