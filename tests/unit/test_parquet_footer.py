@@ -425,3 +425,18 @@ def test_driver_written_files_use_a_dictionary_only_where_values_repeat() -> Non
     default = pa.BufferOutputStream()
     pq.write_table(table, default, compression="snappy", store_schema=False)
     assert len(data) < 0.8 * default.getvalue().size
+
+
+def test_a_dictionary_is_judged_on_the_whole_column_not_its_first_rows() -> None:
+    """Columns larger than the sample are judged on rows spread over the whole column: a
+    customer id whose first 10,000 values are all different but which repeats over the file
+    (30% distinct) gets a dictionary; a column 70% distinct does not."""
+    from dbt.adapters.ducklake.spark.write import _dictionary
+
+    n = 100_000
+    table = pa.table({"id": pa.array(range(n), pa.int64()),
+                      "customer": pa.array([(i * 7919) % 30_000 for i in range(n)], pa.int64()),
+                      "mostly_distinct": pa.array([i % 70_000 for i in range(n)], pa.int64()),
+                      "code": pa.array([f"c{i % 10}" for i in range(n)])})
+    assert len(set(table.column("customer").to_pylist()[:10_000])) == 10_000
+    assert _dictionary(table) == ["customer", "code"]
