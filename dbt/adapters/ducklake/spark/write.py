@@ -519,7 +519,7 @@ def stage_arrow(spark: SparkSession, df: DataFrame, table_dir: str,
                 f"{staging}/part-00000.parquet"
             data = _parquet_bytes(_file_table(part, columns), compression)
             data = retype_bytes(data, retyped, _bounds_reader(data))
-            _write_bytes(path, data, table_dir)
+            _write_file(path, data, table_dir)
             metadata, size, footer = lake_files.read_footer(path)
             staged.files.append((path, metadata, size, footer))
             if keys:
@@ -563,7 +563,7 @@ def stage_rows(spark: SparkSession, rows: pa.Table, table_dir: str,
         return staged
     try:
         path = f"{staging}/part-00000.parquet"
-        _write_bytes(path, _parquet_bytes(_file_table(rows, columns), compression), table_dir)
+        _write_file(path, _file_table(rows, columns), table_dir, compression)
         metadata, size, footer = lake_files.read_footer(path)
         staged.files.append((path, metadata, size, footer))
     except BaseException:
@@ -634,13 +634,19 @@ def _arrow_field(name: str, column: ColumnInfo, given: pa.DataType,
 
 
 def _parquet_bytes(table: pa.Table, compression: str) -> bytes:
-    """The table as one Parquet file in memory; decimals as INT32/INT64 up to 18 digits, as
-    Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`)."""
+    """The table as one Parquet file in memory (:func:`_write_parquet`), for a file whose
+    bytes are edited before they are written."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=_ARROW_CODECS.get(compression, compression),
+    _write_parquet(table, sink, compression)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _write_parquet(table: pa.Table, out: pa.NativeFile | str, compression: str) -> None:
+    """Write the table as one Parquet file: decimals as INT32/INT64 up to 18 digits, as
+    Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`)."""
+    pq.write_table(table, out, compression=_ARROW_CODECS.get(compression, compression),
                    store_schema=False, store_decimal_as_integer=True,
                    use_dictionary=_dictionary(table))
-    return bytes(sink.getvalue().to_pybytes())
 
 
 def _dictionary(table: pa.Table) -> bool | list[str]:
@@ -678,12 +684,19 @@ def _repeats(column: pa.ChunkedArray) -> bool:
 _DICTIONARY_SAMPLE = 10_000
 
 
-def _write_bytes(path: str, data: bytes, table_dir: str) -> None:
+def _write_file(path: str, data: bytes | pa.Table, table_dir: str,
+                 compression: str = "snappy") -> None:
+    """Write a file's bytes, or a table streamed into the file as Parquet
+    (:func:`_write_parquet`): a MERGE's rows collected on the driver can make a file of
+    hundreds of MB, which built in memory first was held twice more."""
     fs, inner = lake_files.filesystem(path)
     try:
         fs.create_dir(inner.rsplit("/", 1)[0], recursive=True)
         with fs.open_output_stream(inner) as out:
-            out.write(data)
+            if isinstance(data, pa.Table):
+                _write_parquet(data, out, compression)
+            else:
+                out.write(data)
     except (OSError, pa.ArrowException) as exc:
         storage = storage_error(exc, table_dir)
         if storage is not None:
