@@ -641,7 +641,7 @@ def _parquet_bytes(table: pa.Table, compression: str) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def _write_parquet(table: pa.Table, out: pa.NativeFile | str, compression: str) -> None:
+def _write_parquet(table: pa.Table, out: pa.NativeFile, compression: str) -> None:
     """Write the table as one Parquet file: decimals as INT32/INT64 up to 18 digits, as
     Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`)."""
     pq.write_table(table, out, compression=_ARROW_CODECS.get(compression, compression),
