@@ -44,7 +44,8 @@ PRUNABLE_TYPES = frozenset({
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "int128",
     "uint128", "decimal", "date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
 })
-_TIMESTAMPS = frozenset({"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns"})
+# The timestamp types among them (those without a time zone).
+TIMESTAMP_TYPES = frozenset({"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns"})
 _EPOCH = dt.datetime(1970, 1, 1)
 _NS_PER_DAY = 86_400 * 10**9
 
@@ -176,7 +177,7 @@ def value_key(value: Any, lake_type: LakeType) -> Any:
         if isinstance(value, dt.datetime):
             value = value.date()
         return (value - _EPOCH.date()).days
-    if name in _TIMESTAMPS or name == "timestamptz":
+    if name in TIMESTAMP_TYPES or name == "timestamptz":
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         delta = value - _EPOCH
@@ -250,7 +251,7 @@ def _partition_column_facts(entries: list[tuple[LakeType, str, str | None]]
 def _calendar_span(fields: Mapping[str, int], type_name: str) -> tuple[int, int] | None:
     """Inclusive bounds (days for dates, nanoseconds for timestamps) of the span named by
     year [, month [, day [, hour]]] partition values; ``None`` without a year."""
-    if type_name != "date" and type_name not in _TIMESTAMPS:
+    if type_name != "date" and type_name not in TIMESTAMP_TYPES:
         return None
     if "year" not in fields:
         return None

@@ -425,8 +425,7 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
 
 # Key types whose Python values (from the source's key range) cast back from their text to
 # the same value: integers, decimals and dates.
-_SPELLED_KEYS = pruning.PRUNABLE_TYPES - {"timestamp", "timestamp_s", "timestamp_ms",
-                                          "timestamp_ns"}
+_SPELLED_KEYS = pruning.PRUNABLE_TYPES - pruning.TIMESTAMP_TYPES
 ACTION = "__ducklake_action"
 # Each source row's number (monotonically_increasing_id, fixed by the source's cache).
 SOURCE_ROW = "__ducklake_source_row"
