@@ -425,6 +425,70 @@ def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
     read_all(duck, lake, "a")
 
 
+def file_metadata(lake, table: str) -> list:  # noqa: ANN001
+    """The Parquet footers of a table's live data files, oldest first."""
+    import pyarrow.parquet as pq
+
+    rows = catalog_rows(
+        lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
+              "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
+              "USING (schema_id) WHERE t.table_name = '" + table + "' AND f.end_snapshot "
+              "IS NULL AND t.end_snapshot IS NULL ORDER BY f.data_file_id")
+    return [pq.ParquetFile(os.path.join(lake.catalog.data_path, s, t, f)).metadata
+            for f, t, s in rows]
+
+
+def group_rows(meta) -> list[int]:  # noqa: ANN001
+    return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+
+def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: ANN001
+    """Row groups of DuckDB's 122,880 rows unless ``parquet_row_group_size`` (rows) or
+    ``parquet_row_group_size_bytes`` say otherwise, and zstd at ``parquet_compression_level``,
+    in files Spark writes and in files the driver writes (an Arrow append); DuckDB reads them."""
+    import pyarrow as pa
+
+    rows = "SELECT id, md5(CAST(id AS STRING)) AS s FROM range(0, {n}, 1, 1)"
+
+    def arrow(n: int) -> pa.Table:
+        return spark.sql(rows.format(n=n)).toArrow()
+
+    lake.create_table("main.d", spark.sql(rows.format(n=300_000)))
+    assert [group_rows(m) for m in file_metadata(lake, "d")] == [[122_880, 122_880, 54_240]]
+
+    lake.create_table("main.r", spark.sql(rows.format(n=0)))
+    lake.set_option("parquet_row_group_size", 50_000, table="r")
+    lake.table("r").append(spark.sql(rows.format(n=120_000)))
+    lake.table("r").append(arrow(120_000))
+    assert [group_rows(m) for m in file_metadata(lake, "r")] == [[50_000, 50_000, 20_000]] * 2
+
+    lake.create_table("main.b", spark.sql(rows.format(n=0)))
+    lake.set_option("parquet_row_group_size_bytes", "256KB", table="b")
+    lake.table("b").append(spark.sql(rows.format(n=100_000)))
+    lake.table("b").append(arrow(100_000))
+    for meta in file_metadata(lake, "b"):  # 100,000 rows of about 40 bytes: 4 MB
+        assert meta.num_row_groups >= 8 and meta.num_rows == 100_000
+
+    lake.set_option("parquet_compression", "zstd", schema="main")
+    sizes = {}
+    for level in (1, 19):
+        name = f"z{level}"
+        lake.create_table(f"main.{name}", spark.sql(rows.format(n=0)))
+        lake.set_option("parquet_compression_level", level, table=name)
+        lake.table(name).append(spark.sql(rows.format(n=100_000)))
+        lake.table(name).append(arrow(100_000))
+        metas = file_metadata(lake, name)
+        assert {m.row_group(0).column(1).compression for m in metas} == {"ZSTD"}
+        sizes[level] = [sum(m.row_group(i).column(1).total_compressed_size
+                            for i in range(m.num_row_groups)) for m in metas]
+    assert all(high < low for high, low in zip(sizes[19], sizes[1])), sizes
+    for name in ("d", "r", "b", "z1", "z19"):
+        summary = "SELECT count(*), sum(id), max(s), min(s) FROM {}"
+        lake.table(name).read().createOrReplaceTempView("ours")
+        ours = spark.sql(summary.format("ours")).collect()[0]
+        assert tuple(ours) == duck.execute(summary.format(f"lake.{name}")).fetchone(), name
+
+
 # ------------------------------------------------------------------------ types Spark lacks
 # Columns whose DuckDB type Spark has no type for, with the values each row gets: extremes,
 # NULLs, unsigned values on both sides of 2**31 / 2**63 (so that a file's signed statistics

@@ -14,7 +14,14 @@ from dbt.adapters.ducklake.lake.compaction import (
 )
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
 from dbt.adapters.ducklake.lake.models import DataFile, DeleteFile
-from dbt.adapters.ducklake.lake.options import normalise, parse_interval, parse_size
+from dbt.adapters.ducklake.lake.options import (
+    ParquetOptions,
+    normalise,
+    parquet_options,
+    parse_interval,
+    parse_size,
+    store_option,
+)
 
 
 def source(fid: int, size: int, version: int = 1, partition: tuple = (), start: int | None = 0,
@@ -69,3 +76,37 @@ def test_option_values_as_duckdb_stores_them() -> None:
         normalise("rewrite_delete_threshold", 2)
     with pytest.raises(InvalidArgumentError, match="interval"):
         normalise("delete_older_than", "soon")
+
+
+def test_parquet_options_most_specific_scope_and_duckdb_defaults(tmp_path) -> None:  # noqa: ANN001
+    from dbt.adapters.ducklake.lake.catalog import Catalog
+
+    lake = Catalog.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
+    try:
+        with lake.read() as conn:
+            assert parquet_options(lake, conn, 0, 7) == ParquetOptions(
+                compression="snappy", compression_level=3, row_group_size=122_880,
+                row_group_size_bytes=None)
+        store_option(lake, "parquet_row_group_size", "1000")
+        store_option(lake, "parquet_row_group_size", "2000", schema_id=0)
+        store_option(lake, "parquet_row_group_size", "3000", table_id=8)
+        store_option(lake, "parquet_compression", "zstd", schema_id=0)
+        store_option(lake, "parquet_compression_level", "9", table_id=7)
+        store_option(lake, "parquet_row_group_size_bytes", "1000000")
+        with lake.read() as conn:
+            assert parquet_options(lake, conn, 0, 7) == ParquetOptions(
+                compression="zstd", compression_level=9, row_group_size=2000,
+                row_group_size_bytes=1_000_000)
+            assert parquet_options(lake, conn, 1, 8).row_group_size == 3000
+            assert parquet_options(lake, conn, 1, 9).compression == "snappy"
+    finally:
+        lake.close()
+
+
+def test_rows_per_group_takes_the_tighter_bound() -> None:
+    assert ParquetOptions().rows_per_group(1_000_000, 10**9) == 122_880
+    by_bytes = ParquetOptions(row_group_size_bytes=1_000_000)
+    assert by_bytes.rows_per_group(100_000, 10_000_000) == 10_000  # 100 bytes a row
+    assert by_bytes.rows_per_group(100_000, 100_000) == 122_880  # 1 byte a row: rows bound
+    assert by_bytes.rows_per_group(10, 10**9) == 1
+    assert by_bytes.rows_per_group(0, 0) == 122_880

@@ -409,6 +409,7 @@ def test_driver_written_files_use_a_dictionary_only_where_values_repeat() -> Non
     """pyarrow would dictionary-encode every column; a file the driver writes does so only
     for columns with repeated values, as Spark's writer decides: a column of distinct values
     is written plainly, and the file is smaller than with pyarrow's default."""
+    from dbt.adapters.ducklake.lake.options import ParquetOptions
     from dbt.adapters.ducklake.spark.write import _parquet_bytes
 
     n = 50_000
@@ -416,7 +417,7 @@ def test_driver_written_files_use_a_dictionary_only_where_values_repeat() -> Non
                       "name": pa.array([f"name-{i}" for i in range(n)]),
                       "k": pa.array([i % 10 for i in range(n)], pa.int32()),
                       "nothing": pa.nulls(n)})
-    data = _parquet_bytes(table, "snappy")
+    data = _parquet_bytes(table, ParquetOptions())
     chunks = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
     dictionary = {chunks.column(i).path_in_schema: chunks.column(i).has_dictionary_page
                   for i in range(chunks.num_columns)}

@@ -27,6 +27,9 @@ TARGET_FILE_SIZE_DEFAULT = 512 * 1024 * 1024
 REWRITE_DELETE_THRESHOLD_DEFAULT = 0.95
 DELETE_OLDER_THAN_DEFAULT = "2 days"
 DEFAULT_INLINING_ROW_LIMIT = 10
+# DuckDB's Parquet writer: rows per row group, and the zstd level, when no option says
+DEFAULT_ROW_GROUP_SIZE = 122_880
+DEFAULT_ZSTD_LEVEL = 3
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,31 @@ class OptionSetting:
     scope: str | None  # None, 'schema' or 'table'
     scope_id: int | None
     scope_name: str | None = None  # schema name, or schema.table
+
+
+@dataclass(frozen=True)
+class ParquetOptions:
+    """How new data files are written: the ``parquet_*`` options in effect for a table.
+
+    Row groups are what a reader skips by their statistics inside a file, so their size is
+    DuckDB's (122,880 rows) unless an option says otherwise: a file of millions of rows in
+    one row group would be read whole by a query that needs a few of them.
+    """
+
+    compression: str = "snappy"
+    compression_level: int = DEFAULT_ZSTD_LEVEL  # zstd's, as in DuckDB: no other codec's
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE  # rows
+    row_group_size_bytes: int | None = None  # of the rows in memory; None: no bound
+
+    def rows_per_group(self, rows: int, nbytes: int) -> int:
+        """Rows per row group for ``rows`` rows taking ``nbytes`` in memory: the row bound,
+        lowered to the byte bound at the rows' average width."""
+        if self.row_group_size_bytes is None or rows == 0 or nbytes <= 0:
+            return self.row_group_size
+        return max(1, min(self.row_group_size, self.row_group_size_bytes * rows // nbytes))
+
+
+DEFAULT_PARQUET_OPTIONS = ParquetOptions()
 
 
 # ------------------------------------------------------------------------------ parsing
@@ -279,8 +307,15 @@ def stored_options(lake: Catalog,
 def option(lake: Catalog, conn: Connection, key: str, schema_id: int | None = None,
            table_id: int | None = None, default: str | None = None) -> str | None:
     """The effective value: table scope, then schema, then global, then ``default``."""
+    return _effective(stored_options(lake, conn), key, schema_id, table_id, default)
+
+
+def _effective(stored: list[tuple[str, str, str | None, int | None]], key: str,
+               schema_id: int | None, table_id: int | None,
+               default: str | None = None) -> str | None:
+    """:func:`option` among rows :func:`stored_options` has read."""
     found: dict[tuple[str | None, int | None], str] = {}
-    for k, value, scope, scope_id in stored_options(lake, conn):
+    for k, value, scope, scope_id in stored:
         if k == key:
             found[(scope, scope_id)] = value
     for scope_key in (("table", table_id), ("schema", schema_id), (None, None)):
@@ -311,10 +346,23 @@ def target_file_size(lake: Catalog, conn: Connection, schema_id: int, table_id: 
     return TARGET_FILE_SIZE_DEFAULT if value is None else parse_size(value)
 
 
-def parquet_compression(lake: Catalog, conn: Connection, schema_id: int | None,
-                        table_id: int | None) -> str:
-    """The codec new files are written with (``parquet_compression``, default snappy)."""
-    return option(lake, conn, "parquet_compression", schema_id, table_id, "snappy") or "snappy"
+def parquet_options(lake: Catalog, conn: Connection, schema_id: int | None,
+                    table_id: int | None) -> ParquetOptions:
+    """The codec, zstd level and row group bounds new files of the table are written with
+    (``parquet_compression``, ``parquet_compression_level``, ``parquet_row_group_size`` and
+    ``parquet_row_group_size_bytes``; DuckDB's defaults), from one read of the options."""
+    stored = stored_options(lake, conn)
+
+    def get(key: str) -> str | None:
+        return _effective(stored, key, schema_id, table_id)
+
+    level, rows, size = (get("parquet_compression_level"), get("parquet_row_group_size"),
+                         get("parquet_row_group_size_bytes"))
+    return ParquetOptions(
+        compression=get("parquet_compression") or "snappy",
+        compression_level=DEFAULT_ZSTD_LEVEL if level is None else int(level),
+        row_group_size=DEFAULT_ROW_GROUP_SIZE if rows is None else int(rows),
+        row_group_size_bytes=None if size is None else parse_size(size))
 
 
 def rewrite_delete_threshold(lake: Catalog, conn: Connection, schema_id: int,
@@ -326,10 +374,12 @@ def rewrite_delete_threshold(lake: Catalog, conn: Connection, schema_id: int,
 __all__ = [
     "OPTIONS",
     "OptionSetting",
+    "ParquetOptions",
     "inlining_row_limit",
     "list_options",
     "normalise",
     "option",
+    "parquet_options",
     "parse_interval",
     "parse_size",
     "set_option",

@@ -166,7 +166,8 @@ def _hidden_columns(path: str) -> tuple[list[int], list[int]]:
 
 
 def _write(slake: LakeWriter, state: TableState, df: DataFrame, columns: Sequence[ColumnInfo],
-           row_ids: bool, snapshot_ids: bool, sort_by: Sequence[Column], compression: str,
+           row_ids: bool, snapshot_ids: bool, sort_by: Sequence[Column],
+           parquet: lake_options.ParquetOptions,
            partition_keys: Sequence[Any] = (), directory: str = "",
            drop_after_sort: Sequence[str] = (), carrier: bool = False,
            ) -> tuple[list[NewDataFile], list[str], list[tuple[list[int], list[int]]]]:
@@ -180,12 +181,12 @@ def _write(slake: LakeWriter, state: TableState, df: DataFrame, columns: Sequenc
     if carrier and (physical.needs_arrow(columns) or not lake_files.is_local(state.table_dir)):
         staged = spark_write.stage_arrow(slake.spark, df, state.table_dir, columns, row_ids,
                                          partition_keys, snapshot_ids=snapshot_ids,
-                                         compression=compression, sort_by=sort_by,
+                                         parquet=parquet, sort_by=sort_by,
                                          drop_after_sort=drop_after_sort)
     else:
         staged = spark_write.stage(slake.spark, df, state.table_dir, columns, row_ids,
                                    partition_keys, snapshot_ids=snapshot_ids,
-                                   compression=compression, sort_by=sort_by,
+                                   parquet=parquet, sort_by=sort_by,
                                    single_file=not partition_keys,
                                    drop_after_sort=drop_after_sort)
     try:
@@ -236,8 +237,8 @@ def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
                         if fid in {f.data_file_id for f in state.data_files}}
         spec = lake.partition_spec(info.table_id, s, conn)
         keys_sorted = lake_compaction.sort_keys(lake, conn, info.table_id, s)
-        compression = lake_options.parquet_compression(lake, conn, state.schema.schema_id,
-                                                       info.table_id)
+        parquet = lake_options.parquet_options(lake, conn, state.schema.schema_id,
+                                               info.table_id)
         tables = [t.table_name for t in lake.inlined_data_tables(info.table_id, conn)]
     if not blocks and not file_deletes:
         return None
@@ -263,7 +264,7 @@ def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
         sort_by = [*spark_order(keys_sorted, columns, carrier), F.col(ROW_ID_COLUMN),
                    F.col(SNAPSHOT_ID_COLUMN)]
         files, written, hidden = _write(slake, state, conformed, columns, True, True, sort_by,
-                                        compression, partition_keys=keys, carrier=carrier)
+                                        parquet, partition_keys=keys, carrier=carrier)
         paths.extend(written)
         ended = {(rid, begin): end for rid, begin, end in
                  zip(block.row_ids, block.begin_snapshots, block.end_snapshots)
@@ -352,8 +353,8 @@ def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int 
                                                info.table_id)
         files = lake_compaction.candidates(lake, conn, info.table_id, s)
         keys = lake_compaction.sort_keys(lake, conn, info.table_id, s)
-        compression = lake_options.parquet_compression(lake, conn, state.schema.schema_id,
-                                                       info.table_id)
+        parquet = lake_options.parquet_options(lake, conn, state.schema.schema_id,
+                                               info.table_id)
     groups = lake_compaction.merge_groups(files, target, low, high, max_files)
     if not groups:
         return None
@@ -377,7 +378,7 @@ def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int 
         # Without a row-id column the row ids are row_id_start + position: keep row-id order.
         new, written, hidden = _write(
             slake, part, conformed, columns, row_ids, True, [*order, F.col(ROW_ID_COLUMN)],
-            compression, directory=lake_compaction.hive_directory(first),
+            parquet, directory=lake_compaction.hive_directory(first),
             drop_after_sort=() if row_ids else (ROW_ID_COLUMN,), carrier=carrier)
         paths.extend(written)
         if len(new) != 1:
@@ -440,8 +441,8 @@ def _rewrite_table(slake: LakeWriter, info: TableInfo,
                 lake, conn, state.schema.schema_id, info.table_id)
         files = lake_compaction.candidates(lake, conn, info.table_id, s)
         keys = lake_compaction.sort_keys(lake, conn, info.table_id, s)
-        compression = lake_options.parquet_compression(lake, conn, state.schema.schema_id,
-                                                       info.table_id)
+        parquet = lake_options.parquet_options(lake, conn, state.schema.schema_id,
+                                               info.table_id)
     groups = lake_compaction.rewrite_groups(files, float(threshold))
     if not groups:
         return None
@@ -457,7 +458,7 @@ def _rewrite_table(slake: LakeWriter, info: TableInfo,
         conformed = conform(out, state.columns, row_ids=True)
         order = [*spark_order(keys, state.columns, carrier), F.col(ROW_ID_COLUMN)]
         new, written, _ = _write(slake, part, conformed, state.columns, True, False, order,
-                                 compression,
+                                 parquet,
                                  directory=lake_compaction.hive_directory(sources[0].data_file),
                                  carrier=carrier)
         paths.extend(written)

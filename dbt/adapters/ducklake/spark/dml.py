@@ -128,13 +128,13 @@ def stage_insert(
         rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
         spark_write.check_not_null(rows, columns)
         return _register(tx, ref, rows, [], row_ids, replace, inlined_row_ids)
-    compression, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys)
     if isinstance(df, pa.Table):
         if spark_write.writes_on_driver(columns, keys):
             # More driver-side rows: one file written on the driver, still no Spark job.
             staged = spark_write.stage_rows(
                 spark, spark_write.conform_arrow(df, columns, row_ids=row_ids), table_dir,
-                columns, compression=compression)
+                columns, parquet=parquet)
             _, new_files = _inline_or_publish(tx, staged, table_dir, columns, False, limit,
                                               row_ids)
             return _register(tx, ref, None, new_files, row_ids, replace, inlined_row_ids)
@@ -147,7 +147,7 @@ def stage_insert(
             spark_write.check_not_null(local, columns)
             return _register(tx, ref, local, [], row_ids, replace, inlined_row_ids)
     staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids, keys,
-                               compression=compression)
+                               parquet=parquet)
     rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok, limit,
                                          row_ids)
     return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
@@ -177,11 +177,11 @@ def _inline_or_publish(tx: Transaction, staged: spark_write.StagedWrite, table_d
 
 def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                    columns: list[ColumnInfo], partition_keys: Sequence[PartitionKey] | None,
-                   ) -> tuple[str, Sequence[PartitionKey]]:
-    """The Parquet compression a write into the table uses, and its partition keys (the
+                   ) -> tuple[lake_options.ParquetOptions, Sequence[PartitionKey]]:
+    """The Parquet options a write into the table uses, and its partition keys (the
     table's live partition spec unless ``partition_keys`` are given)."""
     with lake.read() as conn:
-        compression = lake_options.parquet_compression(lake, conn, schema_id, table_id)
+        parquet = lake_options.parquet_options(lake, conn, schema_id, table_id)
         if partition_keys is None:
             partition_keys = ()
             if table_id is not None:
@@ -189,7 +189,7 @@ def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                     table_id, lake.latest_snapshot(conn).snapshot_id, conn)
                 if spec is not None:
                     partition_keys = keys_of_spec(spec, columns)
-    return compression, partition_keys
+    return parquet, partition_keys
 
 
 def _register(tx: Transaction, ref: TableRef, rows: pa.Table | None,
@@ -231,10 +231,10 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
     inline_ok = can_inline(columns, lake.dialect)
     with lake.read() as conn:
         limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
-    compression, keys = _file_settings(lake, schema_id, table_id, columns, None)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, None)
     staged = spark_write.stage(target.spark, spark_write.conform(df, columns, row_ids=True),
                                state.table_dir, columns, row_ids=True, partition_keys=keys,
-                               compression=compression, split_new_rows=True)
+                               parquet=parquet, split_new_rows=True)
     counts = []
     try:
         for new_rows in (False, True):

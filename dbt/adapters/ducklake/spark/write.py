@@ -35,6 +35,7 @@ from ..lake.delete_files import (
 from ..lake.errors import DataFileError, SchemaMismatchError, UnsupportedTypeError
 from ..lake.file_stats import file_column_stats
 from ..lake.models import ColumnInfo, NameMappingSpec, NewDataFile
+from ..lake.options import DEFAULT_PARQUET_OPTIONS, ParquetOptions
 from ..lake.parquet_footer import (
     BoundsOf,
     drop_last_column,
@@ -55,7 +56,6 @@ SESSION_CONF = {
     "spark.sql.parquet.fieldId.read.enabled": "true",
 }
 WRITE_OPTIONS = {
-    "compression": "snappy",
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "parquet.enable.summary-metadata": "false",
 }
@@ -358,7 +358,7 @@ class StagedWrite:
 def stage(spark: SparkSession, df: DataFrame, table_dir: str,
           columns: Sequence[ColumnInfo], row_ids: bool = False,
           partition_keys: Sequence[PartitionKey] = (), snapshot_ids: bool = False,
-          compression: str = "snappy", sort_by: Sequence[Any] = (),
+          parquet: ParquetOptions = DEFAULT_PARQUET_OPTIONS, sort_by: Sequence[Any] = (),
           single_file: bool = False, drop_after_sort: Sequence[str] = (),
           split_new_rows: bool = False) -> StagedWrite:
     """Have Spark write ``df`` (already conformed) under a staging directory of the table.
@@ -405,11 +405,8 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     observed = df.observe(observation, *metrics)
     try:
         writer = observed.write.mode("overwrite")
-        for key, value in WRITE_OPTIONS.items():
+        for key, value in {**WRITE_OPTIONS, **_spark_parquet_options(parquet)}.items():
             writer = writer.option(key, value)
-        # the lake's parquet_compression option; Spark spells "uncompressed" "none"
-        writer = writer.option("compression",
-                               "none" if compression == "uncompressed" else compression)
         if keys or split_new_rows:
             writer = writer.partitionBy(PARTITION_COLUMN)
         writer.parquet(staging)
@@ -471,6 +468,19 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
 _NEW_ROWS = "n"
 
 
+def _spark_parquet_options(parquet: ParquetOptions) -> dict[str, str]:
+    """Spark's (parquet-java's) writer options for the lake's ``parquet_*`` options."""
+    options = {
+        # Spark spells "uncompressed" "none"
+        "compression": "none" if parquet.compression == "uncompressed" else parquet.compression,
+        "parquet.block.row.count.limit": str(parquet.row_group_size),
+        "parquet.compression.codec.zstd.level": str(parquet.compression_level),
+    }
+    if parquet.row_group_size_bytes is not None:
+        options["parquet.block.size"] = str(parquet.row_group_size_bytes)
+    return options
+
+
 # pyarrow's spelling of the lake's parquet_compression codecs (Spark says "none" as well)
 _ARROW_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}
 
@@ -478,7 +488,7 @@ _ARROW_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}
 def stage_arrow(spark: SparkSession, df: DataFrame, table_dir: str,
                 columns: Sequence[ColumnInfo], row_ids: bool = False,
                 partition_keys: Sequence[PartitionKey] = (), snapshot_ids: bool = False,
-                compression: str = "snappy", sort_by: Sequence[Any] = (),
+                parquet: ParquetOptions = DEFAULT_PARQUET_OPTIONS, sort_by: Sequence[Any] = (),
                 drop_after_sort: Sequence[str] = ()) -> StagedWrite:
     """:func:`stage` for files Spark cannot write: a uuid column (DuckDB's
     FIXED_LEN_BYTE_ARRAY(16), :mod:`.physical`), or a data path where a footer cannot be
@@ -517,7 +527,7 @@ def stage_arrow(spark: SparkSession, df: DataFrame, table_dir: str,
                 continue
             path = f"{staging}/{index:05d}/part-00000.parquet" if keys else \
                 f"{staging}/part-00000.parquet"
-            data = _parquet_bytes(_file_table(part, columns), compression)
+            data = _parquet_bytes(_file_table(part, columns), parquet)
             data = retype_bytes(data, retyped, _bounds_reader(data))
             _write_file(path, data, table_dir)
             metadata, size, footer = lake_files.read_footer(path)
@@ -545,7 +555,8 @@ def writes_on_driver(columns: Sequence[ColumnInfo],
 
 
 def stage_rows(spark: SparkSession, rows: pa.Table, table_dir: str,
-               columns: Sequence[ColumnInfo], compression: str = "snappy") -> StagedWrite:
+               columns: Sequence[ColumnInfo],
+               parquet: ParquetOptions = DEFAULT_PARQUET_OPTIONS) -> StagedWrite:
     """Write rows already on the driver (as :func:`conform_arrow` gives them) as one Parquet
     file of the table with pyarrow, for a table :func:`writes_on_driver` accepts: no Spark job.
 
@@ -563,7 +574,7 @@ def stage_rows(spark: SparkSession, rows: pa.Table, table_dir: str,
         return staged
     try:
         path = f"{staging}/part-00000.parquet"
-        _write_file(path, _file_table(rows, columns), table_dir, compression)
+        _write_file(path, _file_table(rows, columns), table_dir, parquet)
         metadata, size, footer = lake_files.read_footer(path)
         staged.files.append((path, metadata, size, footer))
     except BaseException:
@@ -633,18 +644,22 @@ def _arrow_field(name: str, column: ColumnInfo, given: pa.DataType,
     return pa.field(name, target, nullable=nullable, metadata=_field_id(column.column_id))
 
 
-def _parquet_bytes(table: pa.Table, compression: str) -> bytes:
+def _parquet_bytes(table: pa.Table, parquet: ParquetOptions) -> bytes:
     """The table as one Parquet file in memory (:func:`_write_parquet`), for a file whose
     bytes are edited before they are written."""
     sink = pa.BufferOutputStream()
-    _write_parquet(table, sink, compression)
+    _write_parquet(table, sink, parquet)
     return bytes(sink.getvalue().to_pybytes())
 
 
-def _write_parquet(table: pa.Table, out: pa.NativeFile, compression: str) -> None:
+def _write_parquet(table: pa.Table, out: pa.NativeFile, parquet: ParquetOptions) -> None:
     """Write the table as one Parquet file: decimals as INT32/INT64 up to 18 digits, as
-    Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`)."""
-    pq.write_table(table, out, compression=_ARROW_CODECS.get(compression, compression),
+    Spark and DuckDB write them; dictionary encoding where it pays (:func:`_dictionary`);
+    the lake's codec, zstd level and row group bounds."""
+    codec = _ARROW_CODECS.get(parquet.compression, parquet.compression)
+    pq.write_table(table, out, compression=codec,
+                   compression_level=parquet.compression_level if codec == "zstd" else None,
+                   row_group_size=parquet.rows_per_group(table.num_rows, table.nbytes),
                    store_schema=False, store_decimal_as_integer=True,
                    use_dictionary=_dictionary(table))
 
@@ -685,7 +700,7 @@ _DICTIONARY_SAMPLE = 10_000
 
 
 def _write_file(path: str, data: bytes | pa.Table, table_dir: str,
-                 compression: str = "snappy") -> None:
+                 parquet: ParquetOptions = DEFAULT_PARQUET_OPTIONS) -> None:
     """Write a file's bytes, or a table streamed into the file as Parquet
     (:func:`_write_parquet`): a MERGE's rows collected on the driver can make a file of
     hundreds of MB, which built in memory first was held twice more."""
@@ -694,7 +709,7 @@ def _write_file(path: str, data: bytes | pa.Table, table_dir: str,
         fs.create_dir(inner.rsplit("/", 1)[0], recursive=True)
         with fs.open_output_stream(inner) as out:
             if isinstance(data, pa.Table):
-                _write_parquet(data, out, compression)
+                _write_parquet(data, out, parquet)
             else:
                 out.write(data)
     except (OSError, pa.ArrowException) as exc:
