@@ -24,7 +24,7 @@ from . import murmur3
 from .commit import CommitContext, Transaction
 from .errors import InvalidArgumentError, NotFoundError, UnsupportedTypeError
 from .models import ColumnInfo, PartitionSpec, TableRef
-from .types import INTEGER_TYPES, UNSIGNED_TYPES, LakeType
+from .types import INTEGER_TYPES, TIMESTAMP_TYPES, UNSIGNED_TYPES, LakeType
 from .value_text import inlined_value_text
 
 TRANSFORMS = ("identity", "year", "month", "day", "hour", "bucket")
@@ -36,11 +36,10 @@ _SPELLINGS = {"identity": "identity", "year": "year", "years": "year", "month": 
               "hours": "hour", "bucket": "bucket"}
 NULL_DIRECTORY = "__HIVE_DEFAULT_PARTITION__"
 _UNRESERVED = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
-_TIMESTAMPS = ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz")
-_CALENDAR_TYPES = frozenset(("date",) + _TIMESTAMPS)
+_CALENDAR_TYPES = frozenset({"date"}) | TIMESTAMP_TYPES
 _BUCKET_TYPES = frozenset(("boolean", "float32", "float64", "decimal", "varchar", "json",
                            "blob", "date", "uuid") + INTEGER_TYPES + UNSIGNED_TYPES
-                          + _TIMESTAMPS)
+                          ) | TIMESTAMP_TYPES
 _NOT_PARTITIONABLE = frozenset({"variant", "geometry", "interval"})
 
 
@@ -365,7 +364,7 @@ def bucket_hash(value: Any, lake_type: LakeType) -> int:
         if isinstance(value, dt.datetime):
             value = value.date()
         return murmur3.hash_long((value - dt.date(1970, 1, 1)).days)
-    if kind in _TIMESTAMPS:
+    if kind in TIMESTAMP_TYPES:
         return murmur3.hash_long(_epoch_units(value, lake_type))
     # HUGEINT, unsigned integers, wide decimals and UUIDs hash their text (DuckDB's fallback)
     text = inlined_value_text(value, lake_type)

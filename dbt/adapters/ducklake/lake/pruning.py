@@ -29,7 +29,7 @@ from . import murmur3
 from .models import DataFile
 from .partitions import bucket_hash
 from .stats import compare_encoded, sort_key
-from .types import LakeType
+from .types import TIMESTAMP_TYPES, LakeType
 
 # Column types whose file bounds order exactly as Spark compares values, and which the read
 # path exposes without a conversion (so a predicate on the column is a predicate on the file).
@@ -44,8 +44,8 @@ PRUNABLE_TYPES = frozenset({
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "int128",
     "uint128", "decimal", "date", "timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns",
 })
-# The timestamp types among them (those without a time zone).
-TIMESTAMP_TYPES = frozenset({"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns"})
+# The timestamp types without a time zone (their Python values are naive datetimes).
+NAIVE_TIMESTAMP_TYPES = TIMESTAMP_TYPES - {"timestamptz"}
 _EPOCH = dt.datetime(1970, 1, 1)
 _NS_PER_DAY = 86_400 * 10**9
 
@@ -177,7 +177,7 @@ def value_key(value: Any, lake_type: LakeType) -> Any:
         if isinstance(value, dt.datetime):
             value = value.date()
         return (value - _EPOCH.date()).days
-    if name in TIMESTAMP_TYPES or name == "timestamptz":
+    if name in TIMESTAMP_TYPES:
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         delta = value - _EPOCH
@@ -251,7 +251,7 @@ def _partition_column_facts(entries: list[tuple[LakeType, str, str | None]]
 def _calendar_span(fields: Mapping[str, int], type_name: str) -> tuple[int, int] | None:
     """Inclusive bounds (days for dates, nanoseconds for timestamps) of the span named by
     year [, month [, day [, hour]]] partition values; ``None`` without a year."""
-    if type_name != "date" and type_name not in TIMESTAMP_TYPES:
+    if type_name != "date" and type_name not in NAIVE_TIMESTAMP_TYPES:
         return None
     if "year" not in fields:
         return None

@@ -55,6 +55,10 @@ _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 INTEGER_TYPES = ("int8", "int16", "int32", "int64", "int128")
 UNSIGNED_TYPES = ("uint8", "uint16", "uint32", "uint64", "uint128")
 FLOAT_TYPES = ("float32", "float64")
+# The timestamp types: without a time zone, at each precision, and with one.
+TIMESTAMP_TYPES = frozenset(
+    {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"}
+)
 TEMPORAL_TYPES = frozenset(
     {"date", "time", "time_ns", "timetz", "timestamp", "timestamp_s", "timestamp_ms",
      "timestamp_ns", "timestamptz"}

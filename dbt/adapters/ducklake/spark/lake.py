@@ -521,8 +521,9 @@ class LakeTable:
         """INSERT the rows of ``df`` (columns matched by name).
 
         ``df`` may be a pyarrow Table of driver-side rows (a streaming micro-batch): within
-        the inlining limit it is inlined without a Spark job; larger ones are written by
-        Spark like a DataFrame.
+        the inlining limit it is inlined without a Spark job; larger ones become one file the
+        driver writes, or, for a partitioned table or a column written in its physical form
+        (:mod:`.physical`), a Spark write like a DataFrame's.
         """
         return dml.append(self._target(), df, info)
 

@@ -31,6 +31,7 @@ from ..lake.errors import CommitConflictError, InvalidArgumentError, SchemaMisma
 from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.options import inlining_row_limit
+from ..lake.types import TIMESTAMP_TYPES
 from ..lake.value_text import encode_value
 from . import expressions as sql
 from . import skipping
@@ -425,7 +426,7 @@ def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
 
 # Key types whose Python values (from the source's key range) cast back from their text to
 # the same value: integers, decimals and dates.
-_SPELLED_KEYS = pruning.PRUNABLE_TYPES - pruning.TIMESTAMP_TYPES
+_SPELLED_KEYS = pruning.PRUNABLE_TYPES - TIMESTAMP_TYPES
 ACTION = "__ducklake_action"
 # Each source row's number (monotonically_increasing_id, fixed by the source's cache).
 SOURCE_ROW = "__ducklake_source_row"

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from ..errors import InvalidArgumentError, UnsupportedTypeError
 from ..models import ColumnInfo
-from ..types import LakeType
+from ..types import TIMESTAMP_TYPES, LakeType
 from ..value_text import (
     EPOCH_ORDINAL,
     INT_RANGES,
@@ -98,9 +98,6 @@ _SQLITE_INTEGERS = frozenset(
 )
 
 _TEXT_INTEGERS = frozenset({"uint64", "int128", "uint128"})
-_TIMESTAMPS = frozenset(
-    {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"}
-)
 _NEVER_INLINED = frozenset({"variant", "geometry"})
 
 _SPACE = " \t\n\v\f\r"  # C isspace(), which DuckDB uses to decide on quoting
@@ -234,7 +231,7 @@ def _scalar_text(value: Any, lt: LakeType) -> str:
         moment = _as_time(value)
         offset = (moment.utcoffset() if moment.tzinfo is not None else None) or timedelta(0)
         return time_text(time_ns(moment)) + offset_text(int(offset.total_seconds()))
-    if name in _TIMESTAMPS:
+    if name in TIMESTAMP_TYPES:
         return _timestamp_text(value, name)
     if name == "interval":
         return interval_text(*_as_interval(value))
@@ -540,7 +537,7 @@ def decode_inlined(raw: Any, column: ColumnInfo, dialect: str) -> Any:
         return MonthDayNano(0, raw.days, (raw.seconds * 1_000_000 + raw.microseconds) * 1000)
     if name == "date" and isinstance(raw, date) and not isinstance(raw, datetime):
         return raw
-    if name in _TIMESTAMPS and isinstance(raw, datetime):
+    if name in TIMESTAMP_TYPES and isinstance(raw, datetime):
         return _normalise_timestamp(raw, name)
     return _from_text(_as_text(raw), lt)
 
@@ -660,7 +657,7 @@ def _from_text(text: str, lt: LakeType) -> Any:
             return _parse_date(text)
         if name in ("time", "time_ns", "timetz"):
             return _parse_time(text, name == "timetz")
-        if name in _TIMESTAMPS:
+        if name in TIMESTAMP_TYPES:
             return _parse_timestamp(text, name)
         if name == "interval":
             return _parse_interval(text)
