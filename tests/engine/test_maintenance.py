@@ -443,9 +443,10 @@ def group_rows(meta) -> list[int]:  # noqa: ANN001
 
 
 def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: ANN001
-    """Row groups of DuckDB's 122,880 rows unless ``parquet_row_group_size`` (rows) or
-    ``parquet_row_group_size_bytes`` say otherwise, and zstd at ``parquet_compression_level``,
-    in files Spark writes and in files the driver writes (an Arrow append); DuckDB reads them."""
+    """Row groups of ``parquet_row_group_size`` rows and at most ``parquet_row_group_size_bytes``
+    (else the writer's own size: one group for 300,000 narrow rows), and zstd at
+    ``parquet_compression_level``, in files Spark writes and in files the driver writes (an
+    Arrow append); DuckDB reads them."""
     import pyarrow as pa
 
     rows = "SELECT id, md5(CAST(id AS STRING)) AS s FROM range(0, {n}, 1, 1)"
@@ -454,7 +455,13 @@ def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: 
         return spark.sql(rows.format(n=n)).toArrow()
 
     lake.create_table("main.d", spark.sql(rows.format(n=300_000)))
-    assert [group_rows(m) for m in file_metadata(lake, "d")] == [[122_880, 122_880, 54_240]]
+    lake.table("d").append(arrow(300_000))
+    assert [group_rows(m) for m in file_metadata(lake, "d")] == [[300_000]] * 2
+    lake.set_option("parquet_row_group_size", 122_880, schema="main")
+    lake.table("d").append(spark.sql(rows.format(n=300_000)))
+    lake.table("d").append(arrow(300_000))
+    assert [group_rows(m) for m in file_metadata(lake, "d")][2:] == \
+        [[122_880, 122_880, 54_240]] * 2
 
     lake.create_table("main.r", spark.sql(rows.format(n=0)))
     lake.set_option("parquet_row_group_size", 50_000, table="r")

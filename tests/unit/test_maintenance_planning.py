@@ -78,14 +78,14 @@ def test_option_values_as_duckdb_stores_them() -> None:
         normalise("delete_older_than", "soon")
 
 
-def test_parquet_options_most_specific_scope_and_duckdb_defaults(tmp_path) -> None:  # noqa: ANN001
+def test_parquet_options_most_specific_scope_and_defaults(tmp_path) -> None:  # noqa: ANN001
     from dbt.adapters.ducklake.lake.catalog import Catalog
 
     lake = Catalog.open(f"sqlite:///{tmp_path / 'c.sqlite'}", str(tmp_path / "data"))
     try:
         with lake.read() as conn:
             assert parquet_options(lake, conn, 0, 7) == ParquetOptions(
-                compression="snappy", compression_level=3, row_group_size=122_880,
+                compression="snappy", compression_level=3, row_group_size=None,
                 row_group_size_bytes=None)
         store_option(lake, "parquet_row_group_size", "1000")
         store_option(lake, "parquet_row_group_size", "2000", schema_id=0)
@@ -104,9 +104,13 @@ def test_parquet_options_most_specific_scope_and_duckdb_defaults(tmp_path) -> No
 
 
 def test_rows_per_group_takes_the_tighter_bound() -> None:
-    assert ParquetOptions().rows_per_group(1_000_000, 10**9) == 122_880
+    assert ParquetOptions().rows_per_group(1_000_000, 10**9) is None  # the writer's own
+    assert ParquetOptions(row_group_size=5_000).rows_per_group(1_000_000, 10**9) == 5_000
+    both = ParquetOptions(row_group_size=50_000, row_group_size_bytes=1_000_000)
+    assert both.rows_per_group(100_000, 10_000_000) == 10_000  # 100 bytes a row
+    assert both.rows_per_group(100_000, 100_000) == 50_000  # 1 byte a row: the rows bound
+    assert both.rows_per_group(10, 10**9) == 1
+    assert both.rows_per_group(0, 0) == 50_000
     by_bytes = ParquetOptions(row_group_size_bytes=1_000_000)
-    assert by_bytes.rows_per_group(100_000, 10_000_000) == 10_000  # 100 bytes a row
-    assert by_bytes.rows_per_group(100_000, 100_000) == 122_880  # 1 byte a row: rows bound
-    assert by_bytes.rows_per_group(10, 10**9) == 1
-    assert by_bytes.rows_per_group(0, 0) == 122_880
+    assert by_bytes.rows_per_group(100_000, 10_000_000) == 10_000
+    assert by_bytes.rows_per_group(100_000, 100_000) == 1_000_000

@@ -473,9 +473,10 @@ def _spark_parquet_options(parquet: ParquetOptions) -> dict[str, str]:
     options = {
         # Spark spells "uncompressed" "none"
         "compression": "none" if parquet.compression == "uncompressed" else parquet.compression,
-        "parquet.block.row.count.limit": str(parquet.row_group_size),
         "parquet.compression.codec.zstd.level": str(parquet.compression_level),
     }
+    if parquet.row_group_size is not None:
+        options["parquet.block.row.count.limit"] = str(parquet.row_group_size)
     if parquet.row_group_size_bytes is not None:
         options["parquet.block.size"] = str(parquet.row_group_size_bytes)
     return options
