@@ -444,7 +444,7 @@ def group_rows(meta) -> list[int]:  # noqa: ANN001
 
 def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: ANN001
     """Row groups of ``parquet_row_group_size`` rows and at most ``parquet_row_group_size_bytes``
-    (else the writer's own size: one group for 300,000 narrow rows), and zstd at
+    (else the writer's own size: one group for 150,000 narrow rows), and zstd at
     ``parquet_compression_level``, in files Spark writes and in files the driver writes (an
     Arrow append); DuckDB reads them."""
     import pyarrow as pa
@@ -454,14 +454,13 @@ def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: 
     def arrow(n: int) -> pa.Table:
         return spark.sql(rows.format(n=n)).toArrow()
 
-    lake.create_table("main.d", spark.sql(rows.format(n=300_000)))
-    lake.table("d").append(arrow(300_000))
-    assert [group_rows(m) for m in file_metadata(lake, "d")] == [[300_000]] * 2
+    lake.create_table("main.d", spark.sql(rows.format(n=150_000)))
+    lake.table("d").append(arrow(150_000))
+    assert [group_rows(m) for m in file_metadata(lake, "d")] == [[150_000]] * 2
     lake.set_option("parquet_row_group_size", 122_880, schema="main")
-    lake.table("d").append(spark.sql(rows.format(n=300_000)))
-    lake.table("d").append(arrow(300_000))
-    assert [group_rows(m) for m in file_metadata(lake, "d")][2:] == \
-        [[122_880, 122_880, 54_240]] * 2
+    lake.table("d").append(spark.sql(rows.format(n=150_000)))
+    lake.table("d").append(arrow(150_000))
+    assert [group_rows(m) for m in file_metadata(lake, "d")][2:] == [[122_880, 27_120]] * 2
 
     lake.create_table("main.r", spark.sql(rows.format(n=0)))
     lake.set_option("parquet_row_group_size", 50_000, table="r")
@@ -482,8 +481,8 @@ def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: 
         name = f"z{level}"
         lake.create_table(f"main.{name}", spark.sql(rows.format(n=0)))
         lake.set_option("parquet_compression_level", level, table=name)
-        lake.table(name).append(spark.sql(rows.format(n=100_000)))
-        lake.table(name).append(arrow(100_000))
+        lake.table(name).append(spark.sql(rows.format(n=50_000)))
+        lake.table(name).append(arrow(50_000))
         metas = file_metadata(lake, name)
         assert {m.row_group(0).column(1).compression for m in metas} == {"ZSTD"}
         sizes[level] = [sum(m.row_group(i).column(1).total_compressed_size
