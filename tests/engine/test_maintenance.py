@@ -392,9 +392,24 @@ def test_expire_dry_run_and_latest(spark, duck, lake):  # noqa: ANN001
 
 
 # ------------------------------------------------------------------------ options
-def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
+def file_metadata(lake, table: str) -> list:  # noqa: ANN001
+    """The Parquet footers of a table's live data files, oldest first."""
     import pyarrow.parquet as pq
 
+    rows = catalog_rows(
+        lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
+              "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
+              "USING (schema_id) WHERE t.table_name = '" + table + "' AND f.end_snapshot "
+              "IS NULL AND t.end_snapshot IS NULL ORDER BY f.data_file_id")
+    return [pq.ParquetFile(os.path.join(lake.catalog.data_path, s, t, f)).metadata
+            for f, t, s in rows]
+
+
+def group_rows(meta) -> list[int]:  # noqa: ANN001
+    return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+
+def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
     lake.create_table("main.a", spark.sql("SELECT id FROM range(20)"))
     lake.create_table("main.b", spark.sql("SELECT id FROM range(20)"))
     for name in ("a", "b"):
@@ -415,31 +430,10 @@ def test_options_scopes_and_their_effects(spark, duck, lake):  # noqa: ANN001
     b_files = live_files(lake, "b")
     merged = lake.merge_adjacent_files()
     assert [t.table_name for t in merged.tables] == ["a"] and merged.files_processed >= 2
-    (path, tpath, spath), = catalog_rows(
-        lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
-              "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
-              "USING (schema_id) WHERE t.table_name = 'a' AND f.end_snapshot IS NULL")
-    meta = pq.ParquetFile(os.path.join(lake.catalog.data_path, spath, tpath, path)).metadata
+    meta, = file_metadata(lake, "a")
     assert meta.row_group(0).column(0).compression == "ZSTD"
     assert live_files(lake, "b") == b_files > 1
     read_all(duck, lake, "a")
-
-
-def file_metadata(lake, table: str) -> list:  # noqa: ANN001
-    """The Parquet footers of a table's live data files, oldest first."""
-    import pyarrow.parquet as pq
-
-    rows = catalog_rows(
-        lake, "SELECT f.path, t.path, s.path FROM {m}.ducklake_data_file f JOIN "
-              "{m}.ducklake_table t USING (table_id) JOIN {m}.ducklake_schema s "
-              "USING (schema_id) WHERE t.table_name = '" + table + "' AND f.end_snapshot "
-              "IS NULL AND t.end_snapshot IS NULL ORDER BY f.data_file_id")
-    return [pq.ParquetFile(os.path.join(lake.catalog.data_path, s, t, f)).metadata
-            for f, t, s in rows]
-
-
-def group_rows(meta) -> list[int]:  # noqa: ANN001
-    return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
 
 def test_parquet_options_shape_every_writers_files(spark, duck, lake):  # noqa: ANN001

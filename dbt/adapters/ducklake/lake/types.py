@@ -59,10 +59,7 @@ FLOAT_TYPES = ("float32", "float64")
 TIMESTAMP_TYPES = frozenset(
     {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"}
 )
-TEMPORAL_TYPES = frozenset(
-    {"date", "time", "time_ns", "timetz", "timestamp", "timestamp_s", "timestamp_ms",
-     "timestamp_ns", "timestamptz"}
-)
+TEMPORAL_TYPES = frozenset({"date", "time", "time_ns", "timetz"}) | TIMESTAMP_TYPES
 
 
 @dataclass(frozen=True)
