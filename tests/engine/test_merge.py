@@ -338,6 +338,45 @@ def test_the_source_is_evaluated_once(spark, lake, duck, engine):  # noqa: ANN00
     assert_same(duck, "t", rows)
 
 
+def test_statement_caches_skip_compression_for_themselves_alone(spark, monkeypatch):  # noqa: ANN001
+    """A statement's cache (a MERGE source, the rows an UPDATE or DELETE matches) is filled
+    without Spark's column compression, which costs more than a cache read once or twice wins
+    back: it takes more memory than the same rows cached compressed, holds the same rows, and
+    leaves the session's setting as it was. A frame Spark estimates above the bound, or a
+    session that already caches uncompressed, caches as the session does."""
+    from dbt.adapters.ducklake.spark import expressions as sql
+
+    setting = "spark.sql.inMemoryColumnarStorage.compressed"
+    frame = spark.sql("SELECT id, 'the same text in every row' AS s, id % 3 AS k "
+                      "FROM range(200000)")
+
+    def cached_bytes(cache):  # noqa: ANN001, ANN202
+        """Memory the cached RDDs take once ``cache`` (a frame to fill) is filled."""
+        before = sum(i.memSize() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo())
+        persisted, rows = cache()
+        try:
+            assert sorted(rows.groupBy("k").count().collect()) == \
+                [(0, 66667), (1, 66667), (2, 66666)]
+            return sum(i.memSize() for i in spark.sparkContext._jsc.sc()
+                       .getRDDStorageInfo()) - before
+        finally:
+            persisted.unpersist(blocking=True)
+
+    plain = cached_bytes(lambda: (frame.persist(), frame))
+    ours = cached_bytes(lambda: sql.cached(frame))
+    assert ours > 1.5 * plain > 0
+    assert spark.conf.get(setting) == "true"
+    monkeypatch.setattr(sql, "UNCOMPRESSED_CACHE_BYTES", 0)
+    assert cached_bytes(lambda: sql.cached(frame)) < ours / 1.5
+    monkeypatch.undo()
+    spark.conf.set(setting, "false")
+    try:
+        assert sql._uncompressed_session(frame) is None  # noqa: SLF001
+        assert cached_bytes(lambda: sql.cached(frame)) == ours
+    finally:
+        spark.conf.set(setting, "true")
+
+
 def test_files_outside_the_source_key_range_are_not_read(  # noqa: ANN001
         spark, lake, duck, engine, monkeypatch, key_range_taken):
     """The file statistics prune the merge: a file whose ids lie below every source id is
