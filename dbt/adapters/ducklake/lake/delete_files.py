@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from . import files as lake_files
@@ -29,12 +30,15 @@ SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
 ROW_ID_FIELD_ID = 2147483540
 ROW_ID_COLUMN = "_ducklake_internal_row_id"
 
+Positions = Sequence[int] | npt.NDArray[np.int64]
+"""Row positions in one data file: a list, or the array a vectorised planner makes."""
+
 
 def _field(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
     return pa.field(name, kind, metadata={b"PARQUET:field_id": str(field_id).encode()})
 
 
-def delete_file_table(data_path: str, positions: Sequence[int],
+def delete_file_table(data_path: str, positions: Positions,
                       snapshots: Sequence[int] | None) -> pa.Table:
     fields = [_field("file_path", pa.string(), FILE_PATH_FIELD_ID),
               _field("pos", pa.int64(), POS_FIELD_ID)]
@@ -60,15 +64,14 @@ def read_delete_file(path: str, begin_snapshot: int) -> list[tuple[int, int]]:
 def delete(
     tx: Transaction,
     ref: TableRef,
-    positions: Mapping[int, Sequence[int]],
+    positions: Mapping[int, Positions],
     inlined_row_ids: Sequence[int] = (),
 ) -> None:
     """Stage a DELETE: ``positions`` maps data file id -> row positions in that file."""
-    positions = {fid: np.unique(np.asarray(pos, dtype=np.int64)).tolist()
-                 for fid, pos in positions.items() if len(pos)}
-    if not positions and not inlined_row_ids:
+    distinct = {fid: _distinct_ascending(pos) for fid, pos in positions.items() if len(pos)}
+    if not distinct and not inlined_row_ids:
         return
-    tx.touch_data_files(list(positions))
+    tx.touch_data_files(list(distinct))
 
     def op(ctx: CommitContext) -> None:
         table = ctx.resolve_table(ref)
@@ -76,7 +79,7 @@ def delete(
         if inlined_row_ids:
             if inlined_data.end_rows(ctx, table.table_id, inlined_row_ids):
                 ctx.change(12, f"inlined_delete:{table.table_id}")
-        if not positions:
+        if not distinct:
             return
         schema = lake.schema(table.schema_name, ctx.latest.snapshot_id, ctx.conn)
         table_dir = lake.table_dir(schema, table)
@@ -84,18 +87,18 @@ def delete(
         data_files = {f.data_file_id: f for f in lake.data_files(table.table_id, at, ctx.conn)}
         current = lake.delete_files(table.table_id, at, ctx.conn)
         inlined_deletes = inlined_data.read_file_deletes(lake, ctx.conn, table.table_id, at)
-        total = sum(len(p) for p in positions.values())
+        total = sum(len(p) for p in distinct.values())
         limit = inlining_row_limit(lake, ctx.conn, schema.schema_id, table.table_id)
-        for fid in positions:
+        for fid in distinct:
             if fid not in data_files:
                 raise NotFoundError(
                     f"data file {fid} of {table.schema_name}.{table.table_name} is no longer "
                     "live; another transaction rewrote it. Nothing was committed; rerun.")
         if 0 < total <= limit:
-            inlined_data.add_file_deletes(ctx, table.table_id, positions)
+            inlined_data.add_file_deletes(ctx, table.table_id, distinct)
             ctx.change(12, f"inlined_delete:{table.table_id}")
             return
-        for fid, new_positions in positions.items():
+        for fid, new_positions in distinct.items():
             data_file = data_files[fid]
             old = current.get(fid)
             old_count = (old.delete_count if old else 0) + len(inlined_deletes.get(fid, []))
@@ -120,19 +123,31 @@ def delete(
     tx.add(DELETES, op, *tokens)
 
 
+def _distinct_ascending(positions: Positions) -> npt.NDArray[np.int64]:
+    """``positions`` sorted, each once, as an array: the form a delete file stores, made
+    without a pass over Python ints (a MERGE or UPDATE hands over 100,000s of positions,
+    already sorted and distinct from :func:`.spark.dml.arrow_locations`; ``np.unique`` took
+    25 ms for 100,000 of them)."""
+    array = np.asarray(positions, dtype=np.int64)
+    if len(array) > 1 and not (array[1:] > array[:-1]).all():
+        array = np.sort(array)
+        array = array[np.concatenate(([True], array[1:] != array[:-1]))]
+    return array
+
+
 def _write_delete_file(
     ctx: CommitContext, tx: Transaction, table_id: int, table_dir: str, data_file_id: int,
-    data_path: str, new_positions: Sequence[int], old: DeleteFile | None,
+    data_path: str, new_positions: npt.NDArray[np.int64], old: DeleteFile | None,
 ) -> None:
     name = f"ducklake-{uuid7()}-delete.parquet"
     path = table_dir + name
     if old is None:
-        content = delete_file_table(data_path, list(new_positions), None)
+        content = delete_file_table(data_path, new_positions, None)
         begin, partial_max = ctx.snapshot_id, None
     else:
         old_path = join_path(table_dir, old.path, old.path_is_relative)
         pairs = read_delete_file(old_path, old.begin_snapshot)
-        pairs += [(p, ctx.snapshot_id) for p in new_positions]
+        pairs += [(p, ctx.snapshot_id) for p in new_positions.tolist()]
         pairs.sort()
         content = delete_file_table(data_path, [p for p, _ in pairs], [s for _, s in pairs])
         snaps = [s for _, s in pairs]

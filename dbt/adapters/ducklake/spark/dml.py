@@ -427,12 +427,12 @@ def _matching(df: DataFrame, where: str | Column | None, alias: str | None) -> D
     return df
 
 
-def locations(df: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+def locations(df: DataFrame) -> tuple[dict[int, delete_files.Positions], list[int]]:
     """Data file positions and inlined row ids of the rows of a metadata scan."""
     return arrow_locations(df.select(FILE_ID, POSITION, ROW_ID).toArrow())
 
 
-def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
+def arrow_locations(table: pa.Table) -> tuple[dict[int, delete_files.Positions], list[int]]:
     """Data file positions (ascending) and inlined row ids from (file id, position, row id)
     columns. Vectorised: a MERGE or UPDATE at scale locates hundreds of thousands of rows,
     which a loop over Python values took a tenth of a second to sort out."""
@@ -443,6 +443,6 @@ def arrow_locations(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
     order = np.lexsort((positions, file_ids))
     file_ids, positions = file_ids[order], positions[order]
     starts = np.flatnonzero(np.diff(file_ids)) + 1
-    return ({int(ids[0]): part.tolist() for ids, part in
+    return ({int(ids[0]): part for ids, part in
              zip(np.split(file_ids, starts), np.split(positions, starts)) if len(ids)},
             inlined)

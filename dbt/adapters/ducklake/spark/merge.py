@@ -492,13 +492,14 @@ def _rows_of(outcome: pa.Table, clauses: Sequence[int]) -> pa.Table:
                                    value_set=pa.array(clauses, outcome.schema.field(ACTION).type)))
 
 
-def _touched(rows: DataFrame) -> tuple[dict[int, list[int]], list[int]]:
+def _touched(rows: DataFrame) -> tuple[dict[int, delete_files.Positions], list[int]]:
     """Positions (per data file) and inlined row ids of the target rows the merge updates or
     deletes, collected in one pass that also refuses a row matched twice."""
     return _arrow_touched(rows.select(FILE_ID, POSITION, ROW_ID).toArrow())
 
 
-def _arrow_touched(table: pa.Table) -> tuple[dict[int, list[int]], list[int]]:
+def _arrow_touched(table: pa.Table,
+                   ) -> tuple[dict[int, delete_files.Positions], list[int]]:
     """:func:`_touched` of rows already collected."""
     table = table.select([FILE_ID, POSITION, ROW_ID])
     row_ids = table.column(2)

@@ -8,7 +8,7 @@ as ``(file_id, row_id = position in the file, begin_snapshot)``. Both follow Duc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -199,7 +199,7 @@ def inlined_delete_table(table_id: int) -> str:
 
 
 def add_file_deletes(ctx: CommitContext, table_id: int,
-                     positions: dict[int, Sequence[int]]) -> None:
+                     positions: Mapping[int, Iterable[int]]) -> None:
     """Record small deletes from Parquet files in ``ducklake_inlined_delete_{table_id}``."""
     name = inlined_delete_table(table_id)
     ctx.exec(f"CREATE TABLE IF NOT EXISTS {ctx.t(name)}(file_id BIGINT, row_id BIGINT, "
