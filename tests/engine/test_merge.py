@@ -136,6 +136,78 @@ def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # n
     assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 1}
 
 
+def test_a_key_range_holding_every_value_of_the_kept_files_is_left_out_of_the_scan(  # noqa: ANN001
+        spark, lake, duck, engine, monkeypatch, key_range_taken):
+    """A source whose keys span the whole file (updates spread over it) could skip none of its
+    pages: its range is not put on the target scan, whose generated code then carries no
+    literal that changes with each merge's source."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    table = lake.create_table("main.t", spark.range(200_000).selectExpr(
+        "id", "CAST(id AS STRING) AS v").coalesce(1))
+    plans = []
+    real_to_arrow = DataFrame.toArrow
+
+    def to_arrow(self):  # noqa: ANN001, ANN202
+        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
+                                                             "simple"))
+        return real_to_arrow(self)
+
+    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
+    spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # the plan's pushed filters
+    try:
+        engine.execute("""MERGE INTO `main.t` t USING (
+            SELECT id * 1000 AS id, 'new' AS v FROM range(0, 200) UNION ALL
+            SELECT 199999L, 'new' UNION ALL SELECT 300000L, 'new') s ON t.id = s.id
+            WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    finally:
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
+    scans = [line for plan in plans for line in plan.splitlines()
+             if "PushedFilters" in line and "main/t/" in line]
+    assert scans and not any("GreaterThanOrEqual(id" in line or "LessThanOrEqual(id" in line
+                             for line in scans), scans
+    rows = table.read()
+    assert rows.count() == 200_001 and rows.where("v = 'new'").count() == 202
+    assert_same(duck, "t", rows)
+
+
+def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake):  # noqa: ANN001
+    """A DELETE, UPDATE or MERGE reads its target with the metadata columns at the snapshot it
+    starts from. Unless a file holds rows of later snapshots, that scan's plan spells no
+    snapshot id: Spark compiles the code it generates for a plan once, and a literal that
+    changed with every statement made each one a new class, run slowly until the JVM had
+    compiled it again."""
+    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID, load_state, scan
+
+    lake.set_option("data_inlining_row_limit", 0)
+    table = lake.create_table("main.t", spark.range(1000).selectExpr("id", "id % 7 AS k"))
+    table.append(spark.range(1000, 2000).selectExpr("id", "id % 7 AS k"))
+    other = lake.create_table("main.other", spark.range(3))
+    debug = spark._jvm.org.apache.spark.sql.execution.debug.package
+
+    def generated_code() -> tuple[int, str]:
+        state = load_state(lake.catalog, "main", "t")
+        frame = scan(spark, state, metadata=True).where("k = 3").select(
+            "id", FILE_ID, POSITION, ROW_ID)
+        subtrees = debug.codegenStringSeq(frame._jdf.queryExecution().executedPlan())
+        return state.snapshot_id, "".join(subtrees.apply(i)._2() for i in range(subtrees.size()))
+
+    codegen = {"spark.sql.codegen.wholeStage": "true",  # the tests' session turns it off
+               "spark.sql.codegen.factoryMode": "FALLBACK"}
+    saved = {key: spark.conf.get(key) for key in codegen}
+    for key, value in codegen.items():
+        spark.conf.set(key, value)
+    try:
+        first, code = generated_code()
+        other.append(spark.range(3, 6))  # a later snapshot; t's files are the same
+        later, again = generated_code()
+    finally:
+        for key, value in saved.items():
+            spark.conf.set(key, value)
+    assert later > first and "processNext" in code
+    assert again == code
+
+
 @pytest.mark.parametrize("result_size", ["within", "beyond"])
 def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_driver(  # noqa: ANN001
         spark, lake, duck, engine, monkeypatch, key_range_taken, result_size):

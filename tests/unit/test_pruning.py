@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dbt.adapters.ducklake.lake.models import DataFile
-from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable
+from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, range_covers
 from dbt.adapters.ducklake.lake.types import LakeType
 from dbt.adapters.ducklake.spark.merge import equi_keys
 
@@ -40,6 +40,18 @@ def test_every_range_must_overlap():
     ranges = [KeyRange(1, parse_type("int64"), "5", "5"),
               KeyRange(2, parse_type("int64"), "300", "400")]
     assert files_in_ranges(files, bounds, ranges) == []
+
+
+def test_a_range_covers_a_file_only_when_it_holds_all_its_known_values():
+    key = KeyRange(1, parse_type("int64"), "5", "100")
+    assert range_covers(("5", "100"), key) and range_covers(("9", "10"), key)
+    assert not range_covers(("4", "10"), key) and not range_covers(("9", "101"), key)
+    assert not range_covers(None, key) and not range_covers((None, None), key)
+    assert not range_covers(("9", None), key)
+    # by value, not text: as text, "9" > "10"
+    assert range_covers(("9", "9"), KeyRange(1, parse_type("int32"), "9", "10"))
+    assert not range_covers(("2024-01-01", "2024-03-01"),
+                            KeyRange(1, parse_type("date"), "2024-01-01", "2024-02-29"))
 
 
 def test_only_exact_ordered_types_prune():

@@ -414,3 +414,16 @@ def _may_overlap(bound: tuple[str | None, str | None] | None, key: KeyRange) -> 
                 and compare_encoded(low, key.high, key.lake_type) <= 0)
     except ValueError:
         return True
+
+
+def range_covers(bound: tuple[str | None, str | None] | None, key: KeyRange) -> bool:
+    """Whether ``key`` holds every value of a file with these bounds: a filter on the range
+    could then skip none of the file's row groups or pages. Unknown bounds are not covered."""
+    low, high = bound if bound is not None else (None, None)
+    if low is None or high is None:
+        return False
+    try:
+        return (compare_encoded(key.low, low, key.lake_type) <= 0
+                and compare_encoded(high, key.high, key.lake_type) <= 0)
+    except ValueError:
+        return False

@@ -347,27 +347,35 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: 
                                                       for f in (F.min, F.max)]])
     if not row[0]:
         return None, 0, []
-    ranges, conditions = [], []
+    ranges: dict[int, pruning.KeyRange] = {}
+    spelled = []
     for index, (column, _) in enumerate(keys):
         low, high = row[1 + 2 * index], row[2 + 2 * index]
         if low is None:  # every source key is NULL: equality matches no target row
             return replace(state, data_files=[]), row[0], []
         low_text, high_text = encode_value(low, column.type), encode_value(high, column.type)
         if low_text is not None and high_text is not None:
-            ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
+            ranges[column.column_id] = pruning.KeyRange(column.column_id, column.type,
+                                                        low_text, high_text)
         if column.type.name in _SPELLED_KEYS:
             kind = spark_type(column)
-            conditions.append(f"{_q(column.column_name)} BETWEEN "
-                              f"{sql.cast(sql.string(str(low)), kind)} AND "
-                              f"{sql.cast(sql.string(str(high)), kind)}")
+            spelled.append((column, f"{_q(column.column_name)} BETWEEN "
+                                    f"{sql.cast(sql.string(str(low)), kind)} AND "
+                                    f"{sql.cast(sql.string(str(high)), kind)}"))
     if not ranges or not state.data_files:
-        return state, row[0], conditions
+        return state, row[0], [condition for _, condition in spelled]
     with table.lake.read() as conn:
-        bounds = table.lake.file_column_bounds(state.table.table_id,
-                                              [r.column_id for r in ranges],
+        bounds = table.lake.file_column_bounds(state.table.table_id, list(ranges),
                                               state.snapshot_id, conn)
-    return replace(state, data_files=pruning.files_in_ranges(state.data_files, bounds,
-                                                             ranges)), row[0], conditions
+    kept = pruning.files_in_ranges(state.data_files, bounds, list(ranges.values()))
+    # A key range that holds every value of every kept file skips nothing in them: it is left
+    # out of the plan, whose literals would otherwise make the scan's generated code new to the
+    # JVM at each merge (see .read._scan_group).
+    conditions = [condition for column, condition in spelled
+                  if column.column_id not in ranges or not all(
+                      pruning.range_covers(bounds.get(f.data_file_id, {}).get(column.column_id),
+                                           ranges[column.column_id]) for f in kept)]
+    return replace(state, data_files=kept), row[0], conditions
 
 
 def _fill_observed(cached: DataFrame, metrics: Sequence[Column]) -> list[Any]:

@@ -641,7 +641,7 @@ def _scan_group(
             for k, f in zip(spelled, files))
         df = df.selectExpr("*", f"map({facts})[{key}] AS __facts",
                            f"_metadata.row_index AS {sql.ident(POSITION)}")
-        found, fact = "__facts IS NOT NULL AND ", "__facts."
+        conditions, fact = ["__facts IS NOT NULL"], "__facts."
     else:
         catalog = local_frame(
             spark,
@@ -654,10 +654,18 @@ def _scan_group(
         df = df.selectExpr("*", f"{key} AS __key",
                            f"_metadata.row_index AS {sql.ident(POSITION)}") \
             .join(F.broadcast(catalog), on="__key", how="inner")
-        found, fact = "", ""
+        conditions, fact = [], ""
     embedded = sql.ident(SNAPSHOT_ID_COLUMN)
     position = sql.ident(POSITION)
-    df = df.where(f"{found}({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
+    # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
+    # them the statement's plan has no literal that changes from snapshot to snapshot: Spark
+    # spells such literals into the code it generates, so every new value is a new class the
+    # JVM runs interpreted until it compiles it again (a 10M-row MERGE scan took 0.87 s
+    # against 0.53 s with the class already compiled).
+    if any(f.partial_max is not None and f.partial_max > state.snapshot_id for f in files):
+        conditions.append(f"({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
+    if conditions:
+        df = df.where(" AND ".join(conditions))
     return sql.select(df, [
         *_shaped(state, file_columns, constants, carrier),
         f"{fact}__fid AS {sql.ident(FILE_ID)}",
