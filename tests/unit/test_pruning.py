@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dbt.adapters.ducklake.lake.models import DataFile
-from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, range_covers
+from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, rows_outside
 from dbt.adapters.ducklake.lake.types import LakeType
 from dbt.adapters.ducklake.spark.merge import equi_keys
 
@@ -42,16 +44,25 @@ def test_every_range_must_overlap():
     assert files_in_ranges(files, bounds, ranges) == []
 
 
-def test_a_range_covers_a_file_only_when_it_holds_all_its_known_values():
-    key = KeyRange(1, parse_type("int64"), "5", "100")
-    assert range_covers(("5", "100"), key) and range_covers(("9", "10"), key)
-    assert not range_covers(("4", "10"), key) and not range_covers(("9", "101"), key)
-    assert not range_covers(None, key) and not range_covers((None, None), key)
-    assert not range_covers(("9", None), key)
-    # by value, not text: as text, "9" > "10"
-    assert range_covers(("9", "9"), KeyRange(1, parse_type("int32"), "9", "10"))
-    assert not range_covers(("2024-01-01", "2024-03-01"),
-                            KeyRange(1, parse_type("date"), "2024-01-01", "2024-02-29"))
+def test_rows_outside_a_range_are_estimated_from_the_file_bounds():
+    files = [DataFile(i, 1, 1, None, None, f"f{i}.parquet", True, "parquet", 1000, 100, None,
+                      0, None, None, None, None) for i in range(4)]
+    bounds = {0: {1: ("0", "99")}, 1: {1: ("100", "199")}, 2: {1: ("7", "7")}}  # 3: none
+    key = KeyRange(1, parse_type("int64"), "150", "300")
+    # file 0 lies wholly outside, half of file 1 does, the one value of file 2 does too
+    assert rows_outside(files, bounds, [key]) == pytest.approx(1000 + 505 + 1000, abs=1)
+    assert rows_outside(files, bounds, [KeyRange(1, parse_type("int64"), "-5", "500")]) == 0
+    # several keys: a row outside any range is outside
+    two = {0: {1: ("0", "99"), 2: ("0", "9")}}
+    ranges = [KeyRange(1, parse_type("int64"), "0", "99"),
+              KeyRange(2, parse_type("int64"), "0", "4")]
+    assert 500 <= rows_outside(files[:1], two, ranges) <= 600
+    days = {0: {1: ("2024-01-01", "2024-01-11")}}
+    assert rows_outside(files[:1], days, [KeyRange(1, parse_type("date"), "2024-01-06",
+                                                   "2024-02-01")]) == 500
+    decimals = {0: {1: ("0.00", "10.00")}}
+    assert rows_outside(files[:1], decimals, [KeyRange(1, parse_type("decimal(9,2)"), "2.50",
+                                                       "5.00")]) == 750
 
 
 def test_only_exact_ordered_types_prune():

@@ -416,14 +416,35 @@ def _may_overlap(bound: tuple[str | None, str | None] | None, key: KeyRange) -> 
         return True
 
 
-def range_covers(bound: tuple[str | None, str | None] | None, key: KeyRange) -> bool:
-    """Whether ``key`` holds every value of a file with these bounds: a filter on the range
-    could then skip none of the file's row groups or pages. Unknown bounds are not covered."""
-    low, high = bound if bound is not None else (None, None)
-    if low is None or high is None:
-        return False
-    try:
-        return (compare_encoded(key.low, low, key.lake_type) <= 0
-                and compare_encoded(high, key.high, key.lake_type) <= 0)
-    except ValueError:
-        return False
+
+def rows_outside(files: Sequence[DataFile], bounds: FileBounds,
+                 ranges: Sequence[KeyRange]) -> float:
+    """About how many rows of ``files`` lie outside ``ranges``: what a filter on the ranges
+    could let the Parquet reader skip (their row groups and pages). Each file's values are
+    taken as spread evenly between its bounds, and a row as outside when it is outside any
+    range; a file without bounds counts for nothing."""
+    total = 0.0
+    for data_file in files:
+        outside = 0.0
+        for key in ranges:
+            bound = bounds.get(data_file.data_file_id, {}).get(key.column_id)
+            low, high = bound if bound is not None else (None, None)
+            if low is None or high is None:
+                continue
+            try:
+                values = [sort_key(text, key.lake_type)
+                          for text in (low, high, key.low, key.high)]
+                share = _share_outside(*values)
+            except (ValueError, TypeError, ArithmeticError):
+                continue
+            outside = max(outside, share)
+        total += outside * data_file.record_count
+    return total
+
+
+def _share_outside(low: Any, high: Any, key_low: Any, key_high: Any) -> float:
+    """The share of the span ``low``..``high`` outside ``key_low``..``key_high``."""
+    if high == low:
+        return 0.0 if key_low <= low <= key_high else 1.0
+    inside = min(high, key_high) - max(low, key_low)
+    return 1.0 - max(0.0, min(1.0, float(inside) / float(high - low)))
