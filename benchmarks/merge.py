@@ -17,7 +17,11 @@ copy of the target in one lake:
 Measured: wall time of the statement, data and delete files written, bytes written, and data
 files rewritten (live files the statement ended). Target: our merge ≤ 0.3× the rebuild and no
 untouched data file rewritten. The row count is checked after every run. Each system runs
-once untimed before the ``--reps`` timed rounds.
+once untimed before the ``--reps`` timed rounds. By default every merge applies the same
+source, so from the second one on Spark finds the code it generates for the statement already
+compiled (as a job repeating a statement over the same keys would); ``--fresh-sources`` gives
+each round a source of its own, with other keys and values (results in ``*-fresh.json``), as
+consecutive incremental runs have.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ SYSTEMS = ("ours-merge", "ours-rebuild", "duckdb-merge")
 
 
 def make_data(spark, n: int, files: int, changes: str,  # noqa: ANN001, ANN201 - DataFrames
-              fraction: float = 0.01):
+              fraction: float = 0.01, shift: int = 0):
     """Target rows 0..n-1 and a source updating ``fraction`` of them and adding as many rows.
 
     ``scattered`` updates every (1/fraction)th row, so every target file holds updated rows;
     ``recent`` updates the newest ones (the highest ids), as late corrections to recent facts
-    do, so only the last file does.
+    do, so only the last file does. A ``shift`` moves the source's keys by that many ids (the
+    updates down, the inserts up) and changes its values: another run's changes.
     """
     from pyspark.sql import functions as F
 
@@ -52,12 +57,13 @@ def make_data(spark, n: int, files: int, changes: str,  # noqa: ANN001, ANN201 -
 
     changed = int(n * fraction)
     target = rows(0, n, 0).repartitionByRange(files, "id")
+    version = 1 + shift
     if changes == "scattered":
         step = n // changed
-        updates = rows(0, n, 1).where(F.col("id") % step == min(7, step - 1))
+        updates = rows(0, n, version).where(F.col("id") % step == (7 + shift) % step)
     else:
-        updates = rows(n - changed, n, 1)
-    inserts = rows(n, n + changed, 1)
+        updates = rows(n - changed - shift, n - shift, version)
+    inserts = rows(n + shift, n + changed + shift, version)
     return target, updates.unionByName(inserts).coalesce(1)
 
 
@@ -79,7 +85,7 @@ def last_snapshot(spec: C.LakeSpec) -> int:
 
 
 def run(args: argparse.Namespace, results: C.Results, lake, spec: C.LakeSpec,  # noqa: ANN001
-        system: str, rep: int, target, expected: int) -> None:  # noqa: ANN001
+        system: str, rep: int, target, expected: int, src: str) -> None:  # noqa: ANN001
     from dbt.adapters.ducklake.spark.merge import MergeClause
 
     name = f"tgt_{system.replace('-', '_')}_{rep + 1}"
@@ -88,12 +94,12 @@ def run(args: argparse.Namespace, results: C.Results, lake, spec: C.LakeSpec,  #
     before = last_snapshot(spec)
     if system == "ours-merge":
         with C.Timer() as t:
-            table.merge(lake.table("main.src").read(), "t.id = s.id",
+            table.merge(lake.table(f"main.{src}").read(), "t.id = s.id",
                         [MergeClause("matched", "update_star"),
                          MergeClause("not_matched", "insert_star")], "t", "s")
     elif system == "ours-rebuild":
         with C.Timer() as t:
-            source = lake.table("main.src").read()
+            source = lake.table(f"main.{src}").read()
             kept = table.read().join(source.select("id"), "id", "left_anti")
             table.overwrite(kept.unionByName(source))
     else:
@@ -101,7 +107,7 @@ def run(args: argparse.Namespace, results: C.Results, lake, spec: C.LakeSpec,  #
         duck.execute(spec.attach())
         with C.Timer() as t:
             duck.execute(
-                f"MERGE INTO lake.main.{name} AS t USING lake.main.src AS s ON t.id = s.id "
+                f"MERGE INTO lake.main.{name} AS t USING lake.main.{src} AS s ON t.id = s.id "
                 "WHEN MATCHED THEN UPDATE SET k = s.k, amount = s.amount, name = s.name, "
                 "version = s.version WHEN NOT MATCHED THEN INSERT VALUES "
                 "(s.id, s.k, s.amount, s.name, s.version)")
@@ -124,12 +130,18 @@ def main() -> None:
     p.add_argument("--fraction", type=float, default=0.01,
                    help="share of the rows the source updates, and of new rows it adds "
                         "(default 0.01; 0.0005 is a typical incremental run's few changes)")
+    p.add_argument("--fresh-sources", action="store_true",
+                   help="a source of its own for each repetition (keys and values shifted), "
+                        "as consecutive incremental runs have; by default every merge "
+                        "applies the same source")
     args = p.parse_args()
     args.n = int(args.scale)
     C.check_reps(args)
     name = "merge" if args.changes == "scattered" else f"merge-{args.changes}"
     if args.fraction != 0.01:
         name += f"-{args.fraction:g}"
+    if args.fresh_sources:
+        name += "-fresh"
     C.banner(name, args)
     results = C.Results(name, args)
     from dbt.adapters.ducklake.spark import SparkLake
@@ -144,15 +156,28 @@ def main() -> None:
             target.count()
             lake.create_table("main.src", source)
             expected = args.n + int(args.n * args.fraction)
+
+            def source_of(rep: int) -> str:
+                """The repetition's source table: one for all, or one each (rep -1 the
+                warm-up's)."""
+                if not args.fresh_sources:
+                    return "src"
+                name = f"src_{rep + 1}"
+                lake.create_table(f"main.{name}", make_data(
+                    spark, args.n, args.files, args.changes, args.fraction, shift=rep + 2)[1])
+                return name
+
             # One untimed round first: the JVM compiles the code paths of each statement on
             # its first run (a first merge took 2-4x a later one), as a long-running job's would.
             warm = C.Results("warm-up", args)
+            src = source_of(-1)
             for system in SYSTEMS:
-                run(args, warm, lake, spec, system, -1, target, expected)
+                run(args, warm, lake, spec, system, -1, target, expected, src)
             for rep in range(args.reps):
                 print(f"-- repetition {rep + 1}/{args.reps}", flush=True)
+                src = source_of(rep)
                 for system in SYSTEMS:
-                    run(args, results, lake, spec, system, rep, target, expected)
+                    run(args, results, lake, spec, system, rep, target, expected, src)
         finally:
             lake.close()
             spec.drop()
