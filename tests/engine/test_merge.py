@@ -209,6 +209,23 @@ def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake): 
     assert again == code
 
 
+def test_a_metadata_scan_of_checked_local_files_filters_no_row(spark, lake):  # noqa: ANN001
+    """Each row of a local file finds its file's facts by the file's size, checked against
+    the catalog before the scan: no filter tests every row for them, so Spark looks them up
+    only for the rows a statement keeps (a MERGE's matched rows)."""
+    from dbt.adapters.ducklake.spark.read import FILE_ID, ROW_ID, load_state, scan
+
+    lake.set_option("data_inlining_row_limit", 0)
+    table = lake.create_table("main.t", spark.range(100).selectExpr("id"))
+    table.append(spark.range(100, 300).selectExpr("id"))
+    frame = scan(spark, load_state(lake.catalog, "main", "t"), metadata=True)
+    plan = frame._jdf.queryExecution().optimizedPlan().toString()
+    assert ".file_size]" in plan and "Filter" not in plan, plan
+    rows = frame.select("id", FILE_ID, ROW_ID).collect()
+    assert sorted(r[ROW_ID] for r in rows) == list(range(300))
+    assert len({r[FILE_ID] for r in rows}) == len(load_state(lake.catalog, "main", "t").data_files)
+
+
 @pytest.mark.parametrize("result_size", ["within", "beyond"])
 def test_a_source_beyond_the_driver_rows_within_its_bytes_is_merged_on_the_driver(  # noqa: ANN001
         spark, lake, duck, engine, monkeypatch, key_range_taken, result_size):

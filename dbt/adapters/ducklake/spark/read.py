@@ -625,7 +625,8 @@ def _scan_group(
     # (check_files), so where no two files of the group share a size, the size is the key.
     sizes = [f.file_size_bytes for f in files]
     key_type: DataType
-    if not probe and len(set(sizes)) == len(sizes) and all(is_local(p) for p in paths):
+    by_size = not probe and len(set(sizes)) == len(sizes) and all(is_local(p) for p in paths)
+    if by_size:
         key, key_type = "_metadata.file_size", LongType()
         keys: list[Any] = sizes
         spelled = [f"CAST({size} AS BIGINT)" for size in sizes]
@@ -641,7 +642,10 @@ def _scan_group(
             for k, f in zip(spelled, files))
         df = df.selectExpr("*", f"map({facts})[{key}] AS __facts",
                            f"_metadata.row_index AS {sql.ident(POSITION)}")
-        conditions, fact = ["__facts IS NOT NULL"], "__facts."
+        # Every size was just checked (check_files): each row finds its facts, which Spark
+        # then looks up only for the rows a statement keeps (a MERGE's matched ones), not for
+        # every row a filter on them would test. A path Spark spells differently would miss.
+        conditions, fact = [] if by_size else ["__facts IS NOT NULL"], "__facts."
     else:
         catalog = local_frame(
             spark,
