@@ -209,6 +209,49 @@ def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake): 
     assert again == code
 
 
+@pytest.mark.parametrize("shape", ["dbt", "partial"])
+def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noqa: ANN001
+                                               monkeypatch, shape):
+    """dbt's merge (UPDATE SET *, INSERT *, the source has every column) broadcasts only the
+    source's keys: an updated row is its source row's candidate insert, with the row id of
+    the target row it replaces. A source that lacks a column keeps the target's value there,
+    so its join carries the source's values as before. DuckDB reads the same rows and sees
+    updates as updates."""
+    import re
+
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    lake.set_option("data_inlining_row_limit", 0)
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS v, id * 2 AS w "
+                   "FROM range(1000)")
+    plans = []
+    real_to_arrow = DataFrame.toArrow
+
+    def to_arrow(self):  # noqa: ANN001, ANN202
+        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
+                                                             "simple"))
+        return real_to_arrow(self)
+
+    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
+    columns = "id, 'new' AS v, -1L AS w" if shape == "dbt" else "id, 'new' AS v"
+    result = engine.execute(f"""MERGE INTO `main.t` t USING (
+        SELECT {columns} FROM range(990, 1010)) s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    cached = [sorted(re.findall(r"(\w+)#", match)) for plan in plans
+              for match in re.findall(r"InMemoryTableScan \[([^\]]*)\]", plan)]
+    keys_alone = ["__ducklake_source_row", "id"] in cached
+    assert keys_alone == (shape == "dbt"), cached
+    rows = lake.table("main.t").read()
+    assert rows.count() == 1010 and rows.where("v = 'new'").count() == 20
+    expected_w = -1 if shape == "dbt" else 995 * 2
+    assert rows.where("id = 995").first()["w"] == expected_w
+    assert_same(duck, "t", rows)
+    sid = result.snapshot.snapshot_id
+    changes = dict(duck_rows(duck, "SELECT change_type, count(*) FROM ducklake_table_changes("
+                                   f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
+    assert changes == {"update_preimage": 10, "update_postimage": 10, "insert": 10}
+
+
 def test_a_metadata_scan_of_checked_local_files_filters_no_row(spark, lake):  # noqa: ANN001
     """Each row of a local file finds its file's facts by the file's size, checked against
     the catalog before the scan: no filter tests every row for them, so Spark looks them up

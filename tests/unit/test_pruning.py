@@ -1,13 +1,13 @@
-"""File pruning by column bounds, and the merge keys it is driven by (no JVM)."""
+"""File pruning by column bounds, and the merge keys and shapes it is driven by (no JVM)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.ducklake.lake.models import DataFile
+from dbt.adapters.ducklake.lake.models import ColumnInfo, DataFile
 from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, rows_outside
 from dbt.adapters.ducklake.lake.types import LakeType
-from dbt.adapters.ducklake.spark.merge import equi_keys
+from dbt.adapters.ducklake.spark.merge import MergeClause, _updates_are_source_rows, equi_keys
 
 parse_type = LakeType.parse
 
@@ -81,3 +81,29 @@ def test_merge_keys_are_the_top_level_equalities_between_the_aliases():
     assert equi_keys("t.id = 5", "t", "s") == []
     assert equi_keys("t.id = s.id + 1", "t", "s") == []
     assert equi_keys("not ) valid", "t", "s") == []
+
+
+def test_dbt_merge_is_recognised_with_the_source_columns_its_on_condition_names():
+    columns = [ColumnInfo(i, 1, None, 1, i, name, "int64", None, None, True, None)
+               for i, name in enumerate(["id", "day", "v"])]
+    dbt = [MergeClause("matched", "update_star"), MergeClause("not_matched", "insert_star")]
+
+    def judged(on: str, clauses: list[MergeClause] = dbt,
+               source: tuple[str, ...] = ("ID", "day", "v", "extra")) -> list[str] | None:
+        return _updates_are_source_rows(clauses, columns, source, on, "s")
+
+    assert judged("t.id = s.id") == ["ID"]  # the source's own spelling
+    assert judged("t.id = s.id AND t.day = s.day AND s.day > t.day - 7") == ["ID", "day"]
+    assert judged("t.id = s.id", dbt[::-1]) == ["ID"]
+    assert judged("t.id = id") is None  # unqualified: Spark decides its side
+    assert judged("t.id = s.st.x") is None  # a struct's field
+    assert judged("t.id = s.nope") is None
+    assert judged("t.id = s.id", source=("id", "day")) is None  # v would keep its value
+    assert judged("t.id = s.id", [dbt[0], MergeClause("not_matched", "insert_star", "s.v > 0")]) \
+        is None
+    assert judged("t.id = s.id", [*dbt, MergeClause("matched", "update_star", "s.v > 0")]) \
+        is None
+    assert judged("t.id = s.id", [MergeClause("matched", "update", assignments=(("v", "s.v"),)),
+                                  dbt[1]]) is None
+    assert judged("t.id = s.id", [*dbt, MergeClause("not_matched_by_source", "delete")]) is None
+    assert judged("not ) valid") is None

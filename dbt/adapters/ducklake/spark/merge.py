@@ -99,25 +99,35 @@ def merge_into(
     broadcast_source = False
     nmbs = NOT_MATCHED_BY_SOURCE in kinds
 
-    def project(frame: DataFrame, sides: dict[str, str], keep: str) -> DataFrame:
+    def project(frame: DataFrame, sides: dict[str, str], keep: str,
+                values: bool = True) -> DataFrame:
         """The rows of ``frame`` that ``keep`` holds for, once each has its clause
         (:func:`_action`), projected to what the writes need (:func:`_outcome`)."""
         frame = sql.select(frame, ["*", f"{_action(clauses, sides)} AS {ACTION}"])
-        return sql.select(frame.where(keep),
-                          _outcome(clauses, sides, columns, by_lower, t, s, source.columns))
+        return sql.select(frame.where(keep), _outcome(clauses, sides, columns, by_lower, t, s,
+                                                      source.columns, values))
 
-    def paired(target: DataFrame) -> DataFrame:
+    def paired(target: DataFrame, joined_columns: list[str] | None = None) -> DataFrame:
         """Each target row with each source row the ON condition pairs it with (and, with WHEN
         NOT MATCHED BY SOURCE, every other target row), with the clause that applies and what
         it writes; building it analyses the ON condition and the clauses. Pairs to which no
-        clause applies are kept: they say that their source row matched."""
-        source_side = src.hint("broadcast") if broadcast_source else src
+        clause applies are kept: they say that their source row matched.
+
+        With ``joined_columns`` (the source columns the ON condition names) only those are
+        joined and the pairs carry no values: for a merge whose updates are its source rows
+        as they are (:func:`_updates_are_source_rows`), whose values the collected candidate
+        inserts hold. Spark then broadcasts the keys alone, not every source column."""
+        source_side = src if joined_columns is None else \
+            src.select(*[_q(c) for c in joined_columns], SOURCE_ROW)
+        if broadcast_source:
+            source_side = source_side.hint("broadcast")
         joined = target.alias(t).join(source_side.alias(s), on=F.expr(on),
                                       how="left" if nmbs else "inner")
         matched = f"{_q(s)}.{SOURCE_ROW} IS NOT NULL"
         sides = {MATCHED: matched, NOT_MATCHED_BY_SOURCE: f"NOT ({matched})"} if nmbs else \
             {MATCHED: "true"}
-        return project(joined, sides, f"{ACTION} IS NOT NULL OR {matched}")
+        return project(joined, sides, f"{ACTION} IS NOT NULL OR {matched}",
+                       values=joined_columns is None)
 
     def unmatched() -> DataFrame:
         """Each source row with the WHEN NOT MATCHED clause that would apply to it if no
@@ -147,7 +157,8 @@ def merge_into(
         # The key range bounds the target rows as well as its files where that leaves out many
         # rows: Spark hands the bounds to the Parquet reader, which skips the row groups and
         # pages of a kept file outside them.
-        planned = paired(target.where(" AND ".join(key_bounds)) if key_bounds else target)
+        if key_bounds:
+            target = target.where(" AND ".join(key_bounds))
         candidates = unmatched() if NOT_MATCHED in kinds else None
         touching = [i for i, c in enumerate(clauses) if c.when != NOT_MATCHED]
         updating = [i for i, c in enumerate(clauses) if c.action in ("update", "update_star")]
@@ -166,25 +177,38 @@ def merge_into(
         large = source_rows is not None and source_rows > DRIVER_ROWS
         whole = large and on_driver and _source_fits_driver(src)
         probing = whole or not (large and _probe_holds_every_source_row(clauses))
-        pairs = planned
+        # Collected to write from the driver, dbt's merge (UPDATE SET *, INSERT *) takes its
+        # updated rows' values from the candidate inserts, which hold every source row.
+        joined_columns = _updates_are_source_rows(clauses, columns, source.columns, on, s) \
+            if probing and on_driver else None
+        pairs = paired(target) if joined_columns is None else None
         if not (probing and on_driver):
-            pairs_cache, pairs = sql.cached(planned)
+            assert pairs is not None
+            pairs_cache, pairs = sql.cached(pairs)
         outcome = None
         if probing:
-            probe = pairs if candidates is None else pairs.unionByName(candidates)
+            if pairs is None:
+                assert candidates is not None and joined_columns is not None
+                probe = paired(target, joined_columns).unionByName(
+                    candidates, allowMissingColumns=True)
+            else:
+                probe = pairs if candidates is None else pairs.unionByName(candidates)
             if whole:
                 outcome = sql.collect_within_result_size(probe)
             else:
                 outcome = probe.limit(DRIVER_ROWS + 1).toArrow()
                 if outcome.num_rows > DRIVER_ROWS:
                     outcome = None
-        if outcome is None and pairs_cache is None:
-            pairs_cache, pairs = sql.cached(planned)
+        if outcome is None:
+            joined_columns = None
+            if pairs_cache is None:
+                pairs_cache, pairs = sql.cached(paired(target) if pairs is None else pairs)
+        assert pairs is not None or outcome is not None
 
         def spark_rows() -> tuple[DataFrame | None, DataFrame | None]:
             """The updated and the inserted rows as Spark computes them from the pairs' cache
             (there unless the driver writes whatever the probe collected)."""
-            assert pairs_cache is not None
+            assert pairs_cache is not None and pairs is not None
             return (pairs.where(F.col(ACTION).isin(updating)).select(
                         *names, F.col(ROW_ID).alias(ROW_ID_COLUMN)) if updating else None,
                     None if candidates is None else candidates.join(
@@ -202,8 +226,19 @@ def merge_into(
                 limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
                                            state.table.table_id)
             inline_ok = can_inline(columns, table.lake.dialect)
-            kept = _rows_of(pairs_rows, updating).rename_columns(
-                {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN]) if updating else None
+            kept = None
+            if updating and joined_columns is not None:
+                # each updated row is its source row's candidate insert, with its row id
+                rows = _rows_of(pairs_rows, updating)
+                found = pc.index_in(rows.column(SOURCE_ROW),
+                                    value_set=candidate_rows.column(SOURCE_ROW))
+                if found.null_count:
+                    raise AssertionError("a matched source row has no candidate insert")
+                kept = candidate_rows.select(names).take(found).append_column(
+                    ROW_ID_COLUMN, rows.column(ROW_ID))
+            elif updating:
+                kept = _rows_of(pairs_rows, updating).rename_columns(
+                    {ROW_ID: ROW_ID_COLUMN}).select([*names, ROW_ID_COLUMN])
             new = None
             if candidates is not None:
                 matched = pc.drop_null(pairs_rows.column(SOURCE_ROW)).combine_chunks()
@@ -214,6 +249,7 @@ def merge_into(
             updates = _staged_form(kept, in_spark[0], on_driver, inline_limit)
             inserts = _staged_form(new, in_spark[1], on_driver, inline_limit)
         else:
+            assert pairs is not None
             positions, inlined = _touched(pairs.where(F.col(ACTION).isin(touching)))
             updates, inserts = spark_rows()
         if not positions and not inlined and inserts is None:
@@ -320,6 +356,39 @@ def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
     """Whether the collected probe of a merge holds a row for every source row: a ``WHEN NOT
     MATCHED`` clause without a condition (dbt's merge strategy) gives each one an insert."""
     return any(c.when == NOT_MATCHED and not c.condition for c in clauses)
+
+
+def _updates_are_source_rows(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
+                             source_columns: Sequence[str], on: str, s: str,
+                             ) -> list[str] | None:
+    """The source columns the ON condition names, when the merge is dbt's (``WHEN MATCHED
+    THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *``, no conditions) over a source that has
+    every target column: an updated row is then its source row's candidate insert, and the
+    join needs only the keys. ``None`` otherwise, or when the ON condition names a column
+    without the source's alias (which side it is Spark decides)."""
+    if len(clauses) != 2 or any(c.condition for c in clauses) or \
+            {(c.when, c.action) for c in clauses} != {(MATCHED, "update_star"),
+                                                      (NOT_MATCHED, "insert_star")}:
+        return None
+    present = {c.lower(): c for c in source_columns}
+    if any(c.column_name.lower() not in present for c in columns):
+        return None
+    from sqlglot import exp
+
+    terms = _terms(on)
+    if terms is None:
+        return None
+    named = []
+    for term in terms:
+        for column in term.find_all(exp.Column):
+            if not column.table or column.args.get("db") is not None:
+                return None  # unqualified, or a struct's field: which side is Spark's call
+            if column.table.lower() != s.lower():
+                continue
+            if column.name.lower() not in present:
+                return None
+            named.append(present[column.name.lower()])
+    return list(dict.fromkeys(named))
 
 
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
@@ -469,16 +538,17 @@ def _action(clauses: Sequence[MergeClause], sides: dict[str, str]) -> str:
 
 def _outcome(clauses: Sequence[MergeClause], sides: dict[str, str],
              columns: Sequence[ColumnInfo], by_lower: dict[str, str], t: str, s: str,
-             source_columns: Sequence[str]) -> list[str]:
+             source_columns: Sequence[str], values: bool = True) -> list[str]:
     """SQL projecting a merge frame's rows to what the writes need: the clause index
     (:data:`ACTION`), the target row's location (NULL in a frame of source rows alone), the
-    source row's number and each column's new value under the clauses of ``sides``. As text,
-    the projection reaches the JVM in one call (:func:`.expressions.select`).
+    source row's number and (with ``values``) each column's new value under the clauses of
+    ``sides``. As text, the projection reaches the JVM in one call
+    (:func:`.expressions.select`).
 
     Only the columns these expressions use are read from the target's files: for an
     ``UPDATE SET *`` that is the merge key alone.
     """
-    values: dict[str, list[str]] = {c.column_name: [] for c in columns}
+    cases: dict[str, list[str]] = {c.column_name: [] for c in columns}
     for index, clause in enumerate(clauses):
         if clause.when not in sides or \
                 clause.action not in ("update", "update_star", "insert", "insert_star"):
@@ -488,17 +558,17 @@ def _outcome(clauses: Sequence[MergeClause], sides: dict[str, str],
         for c in columns:
             name = c.column_name
             if name in sets:
-                values[name].append(f"WHEN {ACTION} = {index} THEN ({sets[name]})")
+                cases[name].append(f"WHEN {ACTION} = {index} THEN ({sets[name]})")
             elif updating:
-                values[name].append(f"WHEN {ACTION} = {index} THEN {_q(t)}.{_q(name)}")
+                cases[name].append(f"WHEN {ACTION} = {index} THEN {_q(t)}.{_q(name)}")
     located = NOT_MATCHED not in sides
     return [ACTION,
             *[f"{_q(t)}.{m} AS {m}" if located else f"CAST(NULL AS BIGINT) AS {m}"
               for m in (FILE_ID, POSITION, ROW_ID)],
             f"{_q(s)}.{SOURCE_ROW} AS {SOURCE_ROW}",
-            *[sql.cast(f"CASE {' '.join(values[c.column_name])} END"
-                       if values[c.column_name] else "NULL", spark_type(c))
-              + f" AS {_q(c.column_name)}" for c in columns]]
+            *[sql.cast(f"CASE {' '.join(cases[c.column_name])} END"
+                       if cases[c.column_name] else "NULL", spark_type(c))
+              + f" AS {_q(c.column_name)}" for c in columns if values]]
 
 
 def _rows_of(outcome: pa.Table, clauses: Sequence[int]) -> pa.Table:
