@@ -209,14 +209,15 @@ def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake): 
     assert again == code
 
 
-@pytest.mark.parametrize("shape", ["dbt", "partial"])
+@pytest.mark.parametrize("shape", ["star", "spelled", "partial"])
 def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noqa: ANN001
                                                monkeypatch, shape):
-    """dbt's merge (UPDATE SET *, INSERT *, the source has every column) broadcasts only the
-    source's keys: an updated row is its source row's candidate insert, with the row id of
-    the target row it replaces. A source that lacks a column keeps the target's value there,
-    so its join carries the source's values as before. DuckDB reads the same rows and sees
-    updates as updates."""
+    """dbt's merge (UPDATE SET * or every column set from the source, as dbt's merge strategy
+    spells it; INSERT *; the source has every column) broadcasts only the source's keys: an
+    updated row is its source row's candidate insert, with the row id of the target row it
+    replaces. A source that lacks a column keeps the target's value there, so its join
+    carries the source's values as before. DuckDB reads the same rows and sees updates as
+    updates."""
     import re
 
     from pyspark.sql.classic.dataframe import DataFrame
@@ -233,17 +234,18 @@ def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noq
         return real_to_arrow(self)
 
     monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
-    columns = "id, 'new' AS v, -1L AS w" if shape == "dbt" else "id, 'new' AS v"
+    columns = "id, 'new' AS v" if shape == "partial" else "id, 'new' AS v, -1L AS w"
+    update = "id = s.`id`, `v` = s.`v`, t.w = s.w" if shape == "spelled" else "*"
     result = engine.execute(f"""MERGE INTO `main.t` t USING (
         SELECT {columns} FROM range(990, 1010)) s ON t.id = s.id
-        WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+        WHEN MATCHED THEN UPDATE SET {update} WHEN NOT MATCHED THEN INSERT *""")
     cached = [sorted(re.findall(r"(\w+)#", match)) for plan in plans
               for match in re.findall(r"InMemoryTableScan \[([^\]]*)\]", plan)]
     keys_alone = ["__ducklake_source_row", "id"] in cached
-    assert keys_alone == (shape == "dbt"), cached
+    assert keys_alone == (shape != "partial"), cached
     rows = lake.table("main.t").read()
     assert rows.count() == 1010 and rows.where("v = 'new'").count() == 20
-    expected_w = -1 if shape == "dbt" else 995 * 2
+    expected_w = 995 * 2 if shape == "partial" else -1
     assert rows.where("id = 995").first()["w"] == expected_w
     assert_same(duck, "t", rows)
     sid = result.snapshot.snapshot_id

@@ -90,7 +90,7 @@ def test_dbt_merge_is_recognised_with_the_source_columns_its_on_condition_names(
 
     def judged(on: str, clauses: list[MergeClause] = dbt,
                source: tuple[str, ...] = ("ID", "day", "v", "extra")) -> list[str] | None:
-        return _updates_are_source_rows(clauses, columns, source, on, "s")
+        return _updates_are_source_rows(clauses, columns, source, on, "t", "s")
 
     assert judged("t.id = s.id") == ["ID"]  # the source's own spelling
     assert judged("t.id = s.id AND t.day = s.day AND s.day > t.day - 7") == ["ID", "day"]
@@ -104,6 +104,20 @@ def test_dbt_merge_is_recognised_with_the_source_columns_its_on_condition_names(
     assert judged("t.id = s.id", [*dbt, MergeClause("matched", "update_star", "s.v > 0")]) \
         is None
     assert judged("t.id = s.id", [MergeClause("matched", "update", assignments=(("v", "s.v"),)),
-                                  dbt[1]]) is None
+                                  dbt[1]]) is None  # id and day keep the target's values
+    # dbt's merge strategy spells UPDATE SET * out, every column from the source
+    spelled = MergeClause("matched", "update", assignments=(
+        ("`id`", "s.`id`"), ("t.day", "s.day"), ("V", "S.v")))
+    assert judged("t.id = s.id", [spelled, dbt[1]]) == ["ID"]
+    as_dbt = MergeClause("matched", "update", assignments=tuple(
+        (f"`{c}`", f"DBT_INTERNAL_SOURCE.`{c}`") for c in ("id", "day", "v")))
+    assert _updates_are_source_rows(
+        [as_dbt, dbt[1]], columns, ("id", "day", "v"),
+        "DBT_INTERNAL_SOURCE.id = DBT_INTERNAL_DEST.id", "DBT_INTERNAL_DEST",
+        "DBT_INTERNAL_SOURCE") == ["id"]
+    for other in ("s.v + 1", "t.v", "s.day", "s.v.x"):
+        changed = MergeClause("matched", "update", assignments=(
+            ("id", "s.id"), ("day", "s.day"), ("v", other)))
+        assert judged("t.id = s.id", [changed, dbt[1]]) is None, other
     assert judged("t.id = s.id", [*dbt, MergeClause("not_matched_by_source", "delete")]) is None
     assert judged("not ) valid") is None

@@ -179,7 +179,7 @@ def merge_into(
         probing = whole or not (large and _probe_holds_every_source_row(clauses))
         # Collected to write from the driver, dbt's merge (UPDATE SET *, INSERT *) takes its
         # updated rows' values from the candidate inserts, which hold every source row.
-        joined_columns = _updates_are_source_rows(clauses, columns, source.columns, on, s) \
+        joined_columns = _updates_are_source_rows(clauses, columns, source.columns, on, t, s) \
             if probing and on_driver else None
         pairs = paired(target) if joined_columns is None else None
         if not (probing and on_driver):
@@ -359,21 +359,40 @@ def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
 
 
 def _updates_are_source_rows(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
-                             source_columns: Sequence[str], on: str, s: str,
+                             source_columns: Sequence[str], on: str, t: str, s: str,
                              ) -> list[str] | None:
     """The source columns the ON condition names, when the merge is dbt's (``WHEN MATCHED
-    THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *``, no conditions) over a source that has
-    every target column: an updated row is then its source row's candidate insert, and the
-    join needs only the keys. ``None`` otherwise, or when the ON condition names a column
-    without the source's alias (which side it is Spark decides)."""
-    if len(clauses) != 2 or any(c.condition for c in clauses) or \
-            {(c.when, c.action) for c in clauses} != {(MATCHED, "update_star"),
-                                                      (NOT_MATCHED, "insert_star")}:
-        return None
-    present = {c.lower(): c for c in source_columns}
-    if any(c.column_name.lower() not in present for c in columns):
-        return None
+    THEN UPDATE SET *``, or a SET of every column to the source's column of that name, as
+    dbt's merge strategy spells it, and ``WHEN NOT MATCHED THEN INSERT *``; no conditions)
+    over a source that has every target column: an updated row is then its source row's
+    candidate insert, and the join needs only the keys. ``None`` otherwise, or when the ON
+    condition names a column without the source's alias (which side it is Spark decides)."""
+    import sqlglot
     from sqlglot import exp
+
+    present = {c.lower(): c for c in source_columns}
+    if len(clauses) != 2 or any(c.condition for c in clauses) or \
+            any(c.column_name.lower() not in present for c in columns) or \
+            {c.when for c in clauses} != {MATCHED, NOT_MATCHED}:
+        return None
+    for clause in clauses:
+        if clause.when == NOT_MATCHED and clause.action != "insert_star" or \
+                clause.when == MATCHED and clause.action not in ("update", "update_star"):
+            return None
+        if clause.action == "update":
+            by_lower = {c.column_name.lower(): c.column_name for c in columns}
+            sets = _assignments(clause, by_lower, t, s, source_columns)
+            if len(sets) != len(columns):
+                return None
+            for name, value in sets.items():
+                try:
+                    tree = sqlglot.parse_one(value, read="spark")
+                except sqlglot.errors.ParseError:
+                    return None
+                if not (isinstance(tree, exp.Column) and tree.table.lower() == s.lower()
+                        and tree.name.lower() == name.lower()
+                        and tree.args.get("db") is None):
+                    return None
 
     terms = _terms(on)
     if terms is None:
