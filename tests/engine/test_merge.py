@@ -29,6 +29,26 @@ def key_range_taken(spark):  # noqa: ANN001, ANN201
     spark.conf.unset(MIN_BYTES_CONF)
 
 
+@pytest.fixture
+def collected_plans(spark, monkeypatch):  # noqa: ANN001, ANN201
+    """The plans of the frames a statement collects with ``toArrow`` (the merge's outcome),
+    as Spark explains them, with pushed filters spelled out in full."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    plans: list[str] = []
+    real_to_arrow = DataFrame.toArrow
+
+    def to_arrow(self):  # noqa: ANN001, ANN202
+        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
+                                                             "simple"))
+        return real_to_arrow(self)
+
+    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
+    spark.conf.set("spark.sql.maxMetadataStringLength", "1000")
+    yield plans
+    spark.conf.unset("spark.sql.maxMetadataStringLength")
+
+
 @pytest.mark.parametrize("driver_rows", [merge.DRIVER_ROWS, 0], ids=["driver", "spark"])
 def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows):  # noqa: ANN001
     """Every clause kind, with the outcome collected to the driver (the few changed rows of a
@@ -96,35 +116,21 @@ def test_a_source_larger_than_the_driver_outcome_is_merged_in_spark(  # noqa: AN
 
 
 def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # noqa: ANN001
-        spark, lake, duck, engine, monkeypatch, key_range_taken):
+        spark, lake, duck, engine, monkeypatch, key_range_taken, collected_plans):
     """The source's key range filters the target's rows as well as its files: Spark hands it
     to the Parquet reader, which skips the pages of a kept file outside it (a file of 200,000
     rows has ten pages per column), and the rows it reads keep their positions in the file:
     the rows the merge deletes and rewrites are the ones DuckDB sees updated."""
-    from pyspark.sql.classic.dataframe import DataFrame
-
     monkeypatch.setattr(merge, "KEY_RANGE_MIN_ROWS_OUTSIDE", 0)  # however few rows it skips
     table = lake.create_table("main.t", spark.range(200_000).selectExpr(
         "id", "CAST(id AS STRING) AS v", "date_from_unix_date(CAST(id AS INT)) AS d").coalesce(1))
     assert len(table.state().data_files) == 1
-    plans = []
-    real_to_arrow = DataFrame.toArrow
-
-    def to_arrow(self):  # noqa: ANN001, ANN202
-        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
-                                                             "simple"))
-        return real_to_arrow(self)
-
-    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
-    spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # the plan's pushed filters
-    try:
-        result = engine.execute("""MERGE INTO `main.t` t USING (
-            SELECT id, 'new' AS v, CAST(NULL AS DATE) AS d FROM range(150000, 150010)
-            UNION ALL SELECT 300000L, 'new', NULL) s ON t.id = s.id
-            WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
-    finally:
-        spark.conf.unset("spark.sql.maxMetadataStringLength")
-    scans = [line for plan in plans for line in plan.splitlines() if "PushedFilters" in line]
+    result = engine.execute("""MERGE INTO `main.t` t USING (
+        SELECT id, 'new' AS v, CAST(NULL AS DATE) AS d FROM range(150000, 150010)
+        UNION ALL SELECT 300000L, 'new', NULL) s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    scans = [line for plan in collected_plans for line in plan.splitlines()
+             if "PushedFilters" in line]
     assert any("GreaterThanOrEqual(id,150000)" in line and "LessThanOrEqual(id,300000)" in line
                for line in scans), scans
     rows = table.read()
@@ -138,32 +144,17 @@ def test_the_key_range_skips_pages_of_a_kept_file_and_positions_stay_exact(  # n
 
 
 def test_a_key_range_that_leaves_out_few_rows_is_not_put_on_the_scan(  # noqa: ANN001
-        spark, lake, duck, engine, monkeypatch, key_range_taken):
+        spark, lake, duck, engine, key_range_taken, collected_plans):
     """A source whose keys span the whole file (updates spread over it) could skip none of its
     pages: its range is not put on the target scan, whose generated code then carries no
     literal that changes with each merge's source."""
-    from pyspark.sql.classic.dataframe import DataFrame
-
     table = lake.create_table("main.t", spark.range(200_000).selectExpr(
         "id", "CAST(id AS STRING) AS v").coalesce(1))
-    plans = []
-    real_to_arrow = DataFrame.toArrow
-
-    def to_arrow(self):  # noqa: ANN001, ANN202
-        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
-                                                             "simple"))
-        return real_to_arrow(self)
-
-    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
-    spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # the plan's pushed filters
-    try:
-        engine.execute("""MERGE INTO `main.t` t USING (
-            SELECT id * 1000 AS id, 'new' AS v FROM range(0, 200) UNION ALL
-            SELECT 199999L, 'new' UNION ALL SELECT 300000L, 'new') s ON t.id = s.id
-            WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
-    finally:
-        spark.conf.unset("spark.sql.maxMetadataStringLength")
-    scans = [line for plan in plans for line in plan.splitlines()
+    engine.execute("""MERGE INTO `main.t` t USING (
+        SELECT id * 1000 AS id, 'new' AS v FROM range(0, 200) UNION ALL
+        SELECT 199999L, 'new' UNION ALL SELECT 300000L, 'new') s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    scans = [line for plan in collected_plans for line in plan.splitlines()
              if "PushedFilters" in line and "main/t/" in line]
     assert scans and not any("GreaterThanOrEqual(id" in line or "LessThanOrEqual(id" in line
                              for line in scans), scans
@@ -211,7 +202,7 @@ def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake): 
 
 @pytest.mark.parametrize("shape", ["star", "spelled", "partial"])
 def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noqa: ANN001
-                                               monkeypatch, shape):
+                                               collected_plans, shape):
     """dbt's merge (UPDATE SET * or every column set from the source, as dbt's merge strategy
     spells it; INSERT *; the source has every column) broadcasts only the source's keys: an
     updated row is its source row's candidate insert, with the row id of the target row it
@@ -220,26 +211,15 @@ def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noq
     updates."""
     import re
 
-    from pyspark.sql.classic.dataframe import DataFrame
-
     lake.set_option("data_inlining_row_limit", 0)
     engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS v, id * 2 AS w "
                    "FROM range(1000)")
-    plans = []
-    real_to_arrow = DataFrame.toArrow
-
-    def to_arrow(self):  # noqa: ANN001, ANN202
-        plans.append(spark._jvm.PythonSQLUtils.explainString(self._jdf.queryExecution(),
-                                                             "simple"))
-        return real_to_arrow(self)
-
-    monkeypatch.setattr(DataFrame, "toArrow", to_arrow)
     columns = "id, 'new' AS v" if shape == "partial" else "id, 'new' AS v, -1L AS w"
     update = "id = s.`id`, `v` = s.`v`, t.w = s.w" if shape == "spelled" else "*"
     result = engine.execute(f"""MERGE INTO `main.t` t USING (
         SELECT {columns} FROM range(990, 1010)) s ON t.id = s.id
         WHEN MATCHED THEN UPDATE SET {update} WHEN NOT MATCHED THEN INSERT *""")
-    cached = [sorted(re.findall(r"(\w+)#", match)) for plan in plans
+    cached = [sorted(re.findall(r"(\w+)#", match)) for plan in collected_plans
               for match in re.findall(r"InMemoryTableScan \[([^\]]*)\]", plan)]
     keys_alone = ["__ducklake_source_row", "id"] in cached
     assert keys_alone == (shape != "partial"), cached
