@@ -199,20 +199,63 @@ class TestInvalidNotMatchedBySourceAction:
         assert "Accepted values: delete, or 'update set" in results.results[0].message
 
 
-class TestRecreateIsLogged:
+class TestNarrowedTypeIsANewColumn:
+    """A narrowed type keeps the table (its id, history and change feed): the column is new,
+    and the log says so. The same change with a failing query leaves the table as it was."""
+
     @pytest.fixture(scope="class")
     def models(self):  # noqa: ANN201
-        return {"t.sql": "{{ config(materialized='table') }} select 1L as id, 'a' as v"}
+        return {"t.sql": "{{ config(materialized='table') }} select 1L as id, 'a' as v, "
+                         "1L as n"}
 
-    def test_narrowing_type_recreates_and_says_so(self, project):  # noqa: ANN001
+    def test_failing_rebuild_keeps_the_table_then_a_new_column(self, project):  # noqa: ANN001
         run_dbt(["run"])
         lake = lake_of(project)
         first = lake.table(project.test_schema, "t").table_id
-        write_file("{{ config(materialized='table') }} select 1L as id, 2 as v",
+        snapshots = len(lake.snapshots())
+        write_file("{{ config(materialized='table') }} select 1L as id, 2 as v, "
+                   "cast(assert_true(false, 'no') as int) as n", project.project_root,
+                   "models", "t.sql")
+        run_dbt(["run"], expect_pass=False)
+        assert len(lake.snapshots()) == snapshots
+        assert project.run_sql(f"select id, v from `{project.test_schema}.t`",
+                               fetch="all") == [(1, "a")]
+        write_file("{{ config(materialized='table') }} select 1L as id, 2 as v, 1 as n",
                    project.project_root, "models", "t.sql")
         _, output = run_dbt_and_capture(["run"])
-        assert "was recreated" in output and "cannot be altered in place" in output
-        assert lake.table(project.test_schema, "t").table_id != first
+        assert "column v: varchar -> int32" in output and "cannot be altered in place" in output
+        assert lake.table(project.test_schema, "t").table_id == first
+        assert project.run_sql(f"select v, n from `{project.test_schema}.t`",
+                               fetch="all") == [(2, 1)]
+
+
+class TestStructFieldKeepsTheTable:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"t.sql": "{{ config(materialized='table') }} "
+                         "select id, named_struct('x', id) as st from range(3)"}
+
+    def test_change_feed_spans_the_new_field(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        lake = lake_of(project)
+        first = lake.table(project.test_schema, "t")
+        write_file("{{ config(materialized='table') }} "
+                   "select id, named_struct('x', id, 'y', 'new') as st from range(4)",
+                   project.project_root, "models", "t.sql")
+        _, output = run_dbt_and_capture(["run"])
+        assert "cannot be altered in place" not in output
+        table = lake.table(project.test_schema, "t")
+        assert table.table_id == first.table_id
+        relation = f"`{project.test_schema}.t`"
+        write_file("{{ config(materialized='table') }} select change_type, count(*) as n "
+                   f"from {{{{ ducklake_table_changes(ref('t'), {first.begin_snapshot}) }}}} "
+                   "group by 1", project.project_root, "models", "feed.sql")
+        run_dbt(["run", "--select", "feed"])
+        rows = project.run_sql(f"select change_type, n from `{project.test_schema}.feed` "
+                               "order by 1", fetch="all")
+        assert rows == [("delete", 3), ("insert", 7)]
+        assert project.run_sql(f"select st.y from {relation} where id = 3",
+                               fetch="all") == [("new",)]
 
 
 JVM_LINES = ("Using incubator modules", "Setting default log level", "NativeCodeLoader")

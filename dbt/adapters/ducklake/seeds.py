@@ -36,19 +36,14 @@ def load_seed(runtime: Runtime, relation: BaseRelation, agate_table: agate.Table
     df = df.select(*[F.col(quote(n)).cast(types[n]).alias(n) for n in names])
     lake = runtime.lake
     name = (relation.schema, relation.identifier)
-    existing = lake.catalog.tables(relation.schema) if relation.schema in \
-        [s.schema_name for s in lake.catalog.schemas()] else []
     info = runtime.engine.commit_info("SEED")
-    if relation.schema not in [s.schema_name for s in lake.catalog.schemas()]:
+    if relation.schema not in lake.schemas():  # dbt creates a run's schemas first: rarely here
         lake.create_schema(relation.schema, if_not_exists=True, info=info)
-    if any(t.table_name == relation.identifier for t in existing):
-        if full_refresh:
-            lake.drop_table(name, info=info)
-            lake.create_table(name, df, info=info)
-        else:
-            lake.table(name).replace(df, info=info)
-    else:
-        lake.create_table(name, df, info=info)
+    kinds = {n.lower(): k for k, n in lake.catalog.relations(relation.schema)}
+    if kinds.get(relation.identifier.lower()) == "table" and not full_refresh:
+        lake.table(name).replace(df, info=info)
+    else:  # a new table, in the snapshot that drops a table or view of that name
+        lake.create_table(name, df, or_replace=True, info=info)
     runtime.registry.invalidate()
     return len(rows)
 

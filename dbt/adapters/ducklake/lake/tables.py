@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from .catalog import visible
 from .commit import (
     CommitContext,
     Transaction,
@@ -19,6 +20,7 @@ from .commit import (
     uuid7,
 )
 from .errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, SchemaMismatchError
+from .evolution import ColumnPath, find
 from .inlining import rows as inlined_data
 from .models import (
     SPARK_SQL_TAG,
@@ -36,7 +38,9 @@ DROPS, CREATES, DATA, DELETES = 20, 30, 40, 50
 
 
 def _name_taken(ctx: CommitContext, schema_id: int, name: str) -> bool:
-    at = ctx.latest.snapshot_id
+    """Whether a table or view holds ``name`` once this commit's earlier changes are made
+    (a relation this commit drops frees its name for one it creates)."""
+    at = ctx.snapshot_id
     tables = {t.table_name.lower() for t in ctx.lake.tables(None, at, ctx.conn)
               if t.schema_id == schema_id}
     views = {v.view_name.lower() for v in ctx.lake.views(None, at, ctx.conn)
@@ -185,6 +189,38 @@ def drop_table(tx: Transaction, ref: TableRef) -> None:
     tx.add(DROPS, op, *([f"dropped_table:{ref.table_id}"] if ref.table_id is not None else []))
 
 
+def carry_over(tx: Transaction, old_table_id: int, new: TableRef) -> None:
+    """The table ``new`` (created in ``tx`` under the name of the table ``old_table_id``,
+    dropped in ``tx``) keeps what describes the old one: its tags (``comment`` and any other),
+    the tags of its columns that the new table has by name, and its table-scoped options."""
+
+    def op(ctx: CommitContext) -> None:
+        table_id = ctx.resolve_table(new).table_id
+        at = {"s": ctx.latest.snapshot_id, "o": old_table_id}
+        tags = ctx.exec(f"SELECT key, value FROM {ctx.t('ducklake_tag')} WHERE object_id = :o "
+                        f"AND {visible()}", at).all()
+        insert_rows(ctx, "ducklake_tag", [{
+            "object_id": table_id, "begin_snapshot": ctx.snapshot_id, "end_snapshot": None,
+            "key": key, "value": value} for key, value in tags])
+        old_ids = {c.column_id: c.column_name.lower()
+                   for c in ctx.lake.columns(old_table_id, ctx.latest.snapshot_id, ctx.conn)}
+        new_ids = {c.column_name.lower(): c.column_id
+                   for c in ctx.lake.columns(table_id, ctx.snapshot_id, ctx.conn)}
+        column_tags = ctx.exec(f"SELECT column_id, key, value FROM {ctx.t('ducklake_column_tag')} "
+                               f"WHERE table_id = :o AND {visible()}", at).all()
+        insert_rows(ctx, "ducklake_column_tag", [{
+            "table_id": table_id, "column_id": new_ids[old_ids[column_id]],
+            "begin_snapshot": ctx.snapshot_id, "end_snapshot": None, "key": key, "value": value,
+        } for column_id, key, value in column_tags if old_ids.get(column_id) in new_ids])
+        options = ctx.exec(f"SELECT key, value FROM {ctx.t('ducklake_metadata')} WHERE "
+                           "scope = 'table' AND scope_id = :o", at).all()
+        insert_rows(ctx, "ducklake_metadata", [{
+            "key": key, "value": value, "scope": "table", "scope_id": table_id}
+            for key, value in options])
+
+    tx.add(CREATES, op)
+
+
 def rename_table(tx: Transaction, ref: TableRef, new_name: str,
                  new_schema: str | None = None) -> None:
     """End the table row and write a new one with the same id, uuid and path (digest §2.3)."""
@@ -236,59 +272,89 @@ def altered(ctx: CommitContext, table_id: int) -> None:
     ctx.change(9, f"altered_table:{table_id}")
 
 
-def _find(columns: Sequence[ColumnInfo], name: str) -> ColumnInfo:
-    for col in columns:
-        if col.column_name.lower() == name.lower():
-            return col
-    raise NotFoundError(
-        f"column {name!r} does not exist; the table has "
-        + ", ".join(c.column_name for c in columns)
-    )
+def _find(columns: Sequence[ColumnInfo], name: str | ColumnPath) -> ColumnInfo:
+    """A column by name, or a nested one by its path; a dotted name that is no top-level
+    column's is read as a path (``s.x``: field ``x`` of struct ``s``), as Spark and DuckDB
+    read ``ALTER TABLE t DROP COLUMN s.x``."""
+    if isinstance(name, str):
+        top = [c for c in columns if c.column_name.lower() == name.lower()]
+        path: ColumnPath = (name,) if top or "." not in name else tuple(name.split("."))
+    else:
+        path = name
+    try:
+        return find(columns, path)
+    except KeyError as missing:
+        names = ", ".join(c.column_name for c in columns)
+        raise NotFoundError(
+            f"column {'.'.join(path)!r} does not exist ({missing.args[0]!r} is missing); "
+            f"the table has {names}") from None
+
+
+def _end_column(ctx: CommitContext, table_id: int, column: ColumnInfo) -> None:
+    for node in column.walk():
+        ctx.exec(f"UPDATE {ctx.t('ducklake_column')} SET end_snapshot = :s WHERE "
+                 "table_id = :t AND column_id = :c AND end_snapshot IS NULL",
+                 {"s": ctx.snapshot_id, "t": table_id, "c": node.column_id})
 
 
 def alter_columns(
     tx: Transaction,
     ref: TableRef,
     add: Sequence[ColumnSpec] = (),
-    drop: Sequence[str] = (),
-    retype: Sequence[tuple[str, str]] = (),
+    drop: Sequence[str | ColumnPath] = (),
+    retype: Sequence[tuple[str | ColumnPath, str]] = (),
     rename: Sequence[tuple[str, str]] = (),
     nullability: Sequence[tuple[str, bool]] = (),
+    add_fields: Sequence[tuple[str | ColumnPath, ColumnSpec]] = (),
 ) -> None:
-    """Stage ALTER TABLE changes on top-level columns, as one ``altered_table`` change."""
-    if not (add or drop or retype or rename or nullability):
+    """Stage ALTER TABLE changes, as one ``altered_table`` change: drops, type promotions,
+    renames and nullability first, then new columns (ids from the table's highest + 1), then
+    new struct fields (``add_fields``: the struct's path and the field), as
+    :func:`.evolution.evolved` expects. Drops and promotions reach nested fields by path."""
+    if not (add or drop or retype or rename or nullability or add_fields):
         return
 
     def op(ctx: CommitContext) -> None:
         table = ctx.resolve_table(ref)
         columns = ctx.lake.columns(table.table_id, ctx.snapshot_id, ctx.conn)
-        for name in drop:
-            col = _find(columns, name)
-            for node in col.walk():
-                ctx.exec(f"UPDATE {ctx.t('ducklake_column')} SET end_snapshot = :s WHERE "
-                         "table_id = :t AND column_id = :c AND end_snapshot IS NULL",
-                         {"s": ctx.snapshot_id, "t": table.table_id, "c": node.column_id})
+        dropped = [_find(columns, name) for name in drop]
+        for col in dropped:
+            _end_column(ctx, table.table_id, col)
         for name, new_type in retype:
             col = _find(columns, name)
             old_t, new_t = col.type, LakeType.parse(new_type)
             if old_t.nested or new_t.nested or not is_promotion(old_t, new_t):
                 raise SchemaMismatchError(
-                    f"cannot change column {name!r} from {old_t} to {new_t} in place: DuckLake "
-                    "only widens types (int8→int16→int32→int64, float32→float64, integers to "
-                    "floats, wider decimals)"
+                    f"cannot change column {col.column_name!r} from {old_t} to {new_t} in place: "
+                    "DuckLake only widens types (int8→int16→int32→int64, float32→float64, "
+                    "integers to floats, wider decimals)"
                 )
             _replace_column(ctx, col, column_type=str(new_t))
         for old_name, new_name in rename:
             _replace_column(ctx, _find(columns, old_name), column_name=new_name)
         for name, nulls_allowed in nullability:
             _replace_column(ctx, _find(columns, name), nulls_allowed=nulls_allowed)
+        gone = {c.column_id for c in dropped}
+        next_id = ctx.lake.max_column_id(table.table_id, ctx.conn) + 1
         if add:
-            taken = {c.column_name.lower() for c in columns} - {d.lower() for d in drop}
+            taken = {c.column_name.lower() for c in columns if c.column_id not in gone}
             for spec in add:
                 if spec.name.lower() in taken:
                     raise AlreadyExistsError(f"column {spec.name!r} already exists")
-            first = ctx.lake.max_column_id(table.table_id, ctx.conn) + 1
-            rows, _ = column_rows(ctx, table.table_id, add, first)
+            rows, next_id = column_rows(ctx, table.table_id, add, next_id)
+            insert_rows(ctx, "ducklake_column", rows)
+        for parent_name, spec in add_fields:
+            parent = _find(columns, parent_name)
+            if parent.type.name != "struct":
+                raise SchemaMismatchError(
+                    f"fields can only be added to structs; {parent.column_name!r} is a "
+                    f"{parent.column_type}")
+            if any(k.column_name.lower() == spec.name.lower() and k.column_id not in gone
+                   for k in parent.children):
+                raise AlreadyExistsError(
+                    f"field {spec.name!r} already exists in {parent.column_name!r}")
+            rows, next_id = column_rows(ctx, table.table_id, [spec], next_id,
+                                        parent=parent.column_id)
             insert_rows(ctx, "ducklake_column", rows)
         altered(ctx, table.table_id)
         inlined_data.on_schema_change(ctx, table.table_id)

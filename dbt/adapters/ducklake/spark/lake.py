@@ -15,7 +15,6 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -24,9 +23,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..lake import cleanup as lake_cleanup
+from ..lake import evolution, tables
 from ..lake import expiry as lake_expiry
 from ..lake import options as lake_options
-from ..lake import tables
 from ..lake.catalog import Catalog
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
@@ -51,7 +50,6 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
-from ..lake.types import LakeType, is_promotion
 from . import changes as spark_changes
 from . import checkpoint as spark_checkpoint
 from . import compaction as spark_compaction
@@ -158,7 +156,7 @@ class SparkLake:
 
     def create_table(
         self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
-        if_not_exists: bool = False, info: CommitInfo | None = None,
+        if_not_exists: bool = False, or_replace: bool = False, info: CommitInfo | None = None,
         not_null: Iterable[str] = (), partition_by: PartitionBy | None = None,
     ) -> LakeTable:
         """Create a table from a schema, or from a DataFrame in one snapshot (CTAS).
@@ -167,6 +165,10 @@ class SparkLake:
         whose data is checked before anything is committed; a schema keeps its nullability.
         ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) sets the partition
         spec in the same snapshot, so the first data is already laid out by it.
+
+        ``or_replace`` drops a table or view of that name in the same snapshot: the new table
+        (a new table id) keeps a dropped table's comments, tags and table options, and its
+        partitioning unless ``partition_by`` is given. A failure leaves the old one as it was.
         """
         schema_name, table_name = split_name(name)
         if if_not_exists and f"{schema_name}.{table_name}" in self.tables(schema_name):
@@ -179,8 +181,15 @@ class SparkLake:
         else:
             specs = column_specs(data, not_null=not_null)
         tx = Transaction(self.catalog)
+        old = self._replaced(tx, schema_name, table_name) if or_replace else None
+        if old is not None and partition_by is None:
+            names = {s.name.lower() for s in specs}
+            partition_by = [str(k.field) for k in LakeTable(self, schema_name, table_name)
+                            .partition_keys() if k.column.column_name.lower() in names]
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
+        if old is not None:
+            tables.carry_over(tx, old, ref)
         columns = provisional_columns(specs)
         keys: tuple[PartitionKey, ...] = ()
         if partition_by:
@@ -194,6 +203,19 @@ class SparkLake:
                              partition_keys=keys)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
+
+    def _replaced(self, tx: Transaction, schema_name: str, name: str) -> int | None:
+        """Stage the drop of the relation called ``name`` for a table created in its place;
+        the dropped table's id, if it is a table."""
+        kinds = {n.lower(): (k, n) for k, n in self.catalog.relations(schema_name)}
+        kind, existing = kinds.get(name.lower(), (None, name))
+        if kind == "view":
+            tables.drop_view(tx, schema_name, existing)
+        elif kind == "table":
+            table_id = self.catalog.table(schema_name, existing).table_id
+            tables.drop_table(tx, TableRef(table_id))
+            return table_id
+        return None
 
     def drop_table(self, name: TableName, if_exists: bool = False,
                    info: CommitInfo | None = None) -> Snapshot | None:
@@ -536,9 +558,10 @@ class LakeTable:
                 partition_by: PartitionBy | None = None) -> tuple[Snapshot, str | None]:
         """Replace contents and, with ``evolve``, the columns, keeping the table's identity.
 
-        Added, dropped and widened columns are altered in the same snapshot as the new data.
-        A change DuckLake cannot alter in place (a narrowing type, a changed nested type)
-        recreates the table instead; the second value says why, else it is ``None``.
+        The columns are changed in the same snapshot as the new data (:mod:`..lake.evolution`):
+        added and dropped, widened at any depth, struct fields added and dropped. A column whose
+        type cannot be widened in place (a narrowing, a changed kind of nested type) becomes a
+        new column of the same name; the second value says which, else it is ``None``.
         ``partition_by=None`` keeps the partition spec; a spec sets it and ``[]`` resets it,
         in the same snapshot, and the new files follow it.
         """
@@ -551,34 +574,13 @@ class LakeTable:
             wanted_spec = describe(current_keys)
         else:
             wanted_spec = list(parse_partition_by(partition_by)) if partition_by else []
-        current = {c.column_name.lower(): c for c in state.columns}
-        wanted = column_specs(df.schema, keep_nullability=False, not_null=not_null) if \
-            evolve else []
-        add, retype, reason = [], [], None
-        nullability = [(s.name, s.nulls_allowed) for s in wanted
-                       if s.name.lower() in current
-                       and current[s.name.lower()].nulls_allowed != s.nulls_allowed]
-        for spec in wanted:
-            col = current.get(spec.name.lower())
-            if col is None:
-                add.append(spec)
-            elif _spec_signature(spec) != _column_signature(col):
-                if col.type.nested or LakeType.parse(spec.type).nested or not is_promotion(
-                        col.type, LakeType.parse(spec.type)):
-                    reason = f"column {col.column_name}: {_describe(col)} -> {spec.type}"
-                    break
-                retype.append((col.column_name, spec.type))
-        wanted_names = {s.name.lower() for s in wanted} if evolve else \
-            {c.column_name.lower() for c in state.columns}
-        drop = [c.column_name for c in state.columns if c.column_name.lower() not in wanted_names]
-        if reason is not None:
-            key = (self.schema_name, self.table_name)
-            self._lake.drop_table(key, info=info)
-            self._lake.create_table(key, df, info=info, not_null=not_null,
-                                    partition_by=wanted_spec or None)
-            return self._lake.current_snapshot(), reason
+        changes = evolution.evolve(
+            state.columns, column_specs(df.schema, keep_nullability=False, not_null=not_null)
+        ) if evolve else evolution.Evolution()
+        dropped = {path[0].lower() for path in changes.drop if len(path) == 1}
+        added = {spec.name.lower() for spec in changes.add}
         dropped_keys = [str(k.field) for k in current_keys
-                        if k.column.column_name.lower() not in wanted_names]
+                        if k.column.column_name.lower() in dropped - added]
         if dropped_keys and partition_by is None:
             raise SchemaMismatchError(
                 f"{self.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
@@ -587,17 +589,13 @@ class LakeTable:
         tx = target.transaction(state)
         ref = TableRef(state.table.table_id)
         columns = state.columns
-        if add or drop or retype or nullability:
-            tables.alter_columns(tx, ref, add=add, drop=drop, retype=retype,
-                                 nullability=nullability)
+        if not changes.empty:
+            tables.alter_columns(tx, ref, add=changes.add, drop=changes.drop,
+                                 retype=changes.retype, nullability=changes.nullability,
+                                 add_fields=changes.add_fields)
             with self._lake.catalog.read() as conn:
                 first = self._lake.catalog.max_column_id(state.table.table_id, conn) + 1
-            types = {n.lower(): t for n, t in retype}
-            nulls = {n.lower(): a for n, a in nullability}
-            columns = [replace(c, column_type=types.get(c.column_name.lower(), c.column_type),
-                               nulls_allowed=nulls.get(c.column_name.lower(), c.nulls_allowed))
-                       for c in state.columns if c.column_name.lower() in wanted_names]
-            columns += provisional_columns(add, first)
+            columns = evolution.evolved(state.columns, changes, first)
         keys = resolve(parse_partition_by(wanted_spec), columns) if wanted_spec else ()
         if [(k.column.column_id, k.transform_text) for k in keys] != \
                 [(k.column.column_id, k.transform_text) for k in current_keys]:
@@ -608,7 +606,8 @@ class LakeTable:
         target.stage(tx, state, df, columns, replace=True, partition_keys=keys)
         tx.touch_data_files([f.data_file_id for f in state.data_files])
         tx.replanner = dml.replaced_anyway
-        return target.commit(tx, info), None
+        new_columns = "; ".join(changes.new_columns) or None
+        return target.commit(tx, info), new_columns
 
     def replace_where(self, df: DataFrame, where: str | Column,
                       info: CommitInfo | None = None) -> Snapshot | None:
@@ -663,16 +662,3 @@ class LakeTable:
         ``WHEN`` clauses in order, in one snapshot (see :mod:`.merge`)."""
         return merge_into(self._target(), source, on, clauses, target_alias, source_alias,
                           info)
-
-
-def _spec_signature(spec: ColumnSpec) -> tuple:
-    return (spec.type, tuple((c.name, _spec_signature(c)) for c in spec.children))
-
-
-def _column_signature(column: ColumnInfo) -> tuple:
-    return (column.column_type, tuple((c.column_name, _column_signature(c))
-                                      for c in column.children))
-
-
-def _describe(column: ColumnInfo) -> str:
-    return column.column_type

@@ -81,29 +81,30 @@ def replace_table(ctx: StatementContext, name: LakeName, df: DataFrame,
     (none for a new table) and ``[]`` makes the table unpartitioned."""
     ctx.check_writable()
     existing = ctx.exists(name)
-    if existing == "view":
-        ctx.changed(ctx.lake.drop_view((name.schema, name.name),
-                                       info=ctx.commit_info("DROP VIEW")))
-        existing = None
-    if existing is None:
-        return _create(ctx, name, df, not_null, partition_by=partition_by)
+    if existing != "table":  # a view of that name is dropped in the table's snapshot
+        return _create(ctx, name, df, not_null, partition_by=partition_by,
+                       or_replace=existing == "view")
     table = ctx.table(name)
-    snapshot, recreated = table.replace(df, info=ctx.commit_info("CREATE OR REPLACE TABLE"),
-                                        not_null=not_null, partition_by=partition_by)
+    snapshot, new_columns = table.replace(df, info=ctx.commit_info("CREATE OR REPLACE TABLE"),
+                                          not_null=not_null, partition_by=partition_by)
     ctx.registry.invalidate()
-    if recreated:
-        recreated = (f"{name.schema}.{name.name} was recreated (new table id, history "
-                     f"not carried over): {recreated} cannot be altered in place")
-        log.warning(recreated)
+    message = None
+    if new_columns:
+        message = (f"{name.schema}.{name.name}: {new_columns} cannot be altered in place, so "
+                   "it is a new column of that name (new column id; time travel before this "
+                   "snapshot shows the old one)")
+        log.warning(message)
     return StatementResult("CREATE OR REPLACE TABLE", snapshot=snapshot,
-                           message=recreated or "replaced")
+                           message=message or "replaced")
 
 
 def _create(ctx: StatementContext, name: LakeName, df: DataFrame,
             not_null: list[str] | tuple[str, ...] = (),
-            partition_by: PartitionBy | None = None) -> StatementResult:
-    """A new table from ``df`` in one snapshot, partitioned by ``partition_by`` if given."""
-    ctx.lake.create_table((name.schema, name.name), df,
+            partition_by: PartitionBy | None = None, or_replace: bool = False
+            ) -> StatementResult:
+    """A new table from ``df`` in one snapshot, partitioned by ``partition_by`` if given;
+    ``or_replace`` drops the view of that name in the same snapshot."""
+    ctx.lake.create_table((name.schema, name.name), df, or_replace=or_replace,
                           info=ctx.commit_info("CREATE TABLE"), not_null=not_null,
                           partition_by=partition_by or None)
     ctx.registry.invalidate()

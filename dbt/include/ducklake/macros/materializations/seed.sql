@@ -12,7 +12,8 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if old_relation is not none and old_relation.is_view -%}
-    {{ adapter.drop_relation(old_relation) }}
+    {#- replaced in the snapshot that creates the new relation -#}
+    {% do adapter.cache_dropped(old_relation) %}
   {%- endif -%}
 
   {%- set column_types = config.get('column_types', {}) -%}

@@ -10,7 +10,8 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing_relation is not none and existing_relation.is_view -%}
-    {{ adapter.drop_relation(existing_relation) }}
+    {#- replaced in the snapshot that creates the new relation -#}
+    {% do adapter.cache_dropped(existing_relation) %}
   {%- endif -%}
 
   {%- if language == 'python' -%}

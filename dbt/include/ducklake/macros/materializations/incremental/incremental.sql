@@ -16,7 +16,8 @@
 
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {%- if existing_relation is not none and existing_relation.is_view -%}
-      {{ adapter.drop_relation(existing_relation) }}
+      {#- replaced in the snapshot that creates the table -#}
+      {% do adapter.cache_dropped(existing_relation) %}
     {%- endif -%}
     {%- if language == 'python' -%}
       {%- call statement('main', language=language) -%}
