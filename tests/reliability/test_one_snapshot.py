@@ -1,0 +1,216 @@
+"""One snapshot or nothing, for every statement kind and every write of the Python API.
+
+Each case runs a write on a lake holding a table (Parquet files, inlined rows, a delete), a
+view and a partitioned table, twice broken, then whole:
+
+* its data step fails (a query that raises at run time, as a bad cast or a failing UDF would);
+* it dies just before the catalog's COMMIT (the commit's last fault point, where a killed
+  process leaves an open catalog transaction that the database rolls back);
+* it runs, and commits exactly one snapshot.
+
+After each failure every ``ducklake_*`` row (inlined data tables included) is what it was, and
+DuckDB reads the same rows as before. A failure that never reached the commit would make the
+second check pass trivially, so each case asserts that the fault point was reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import inspect, text
+
+from dbt.adapters.ducklake.lake import faults
+from dbt.adapters.ducklake.lake.catalog import Catalog
+from dbt.adapters.ducklake.spark.merge import MergeClause
+from dbt.adapters.ducklake.sql import Engine
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+FAIL = "assert_true(id < 1000000, 'injected')"  # true for every row: used to pass
+BOOM = "assert_true(id < 2, 'injected')"  # raises on the rows with id >= 2
+
+
+class Killed(BaseException):
+    """Stands in for the process dying: no handler of the writer's catches it."""
+
+
+def catalog_dump(lake: Catalog) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every ``ducklake_*`` table, in a stable order."""
+    with lake.read() as conn:
+        names = [n for n in inspect(conn).get_table_names(schema=lake.metadata_schema)
+                 if n.startswith("ducklake_")]
+        out = {}
+        for name in sorted(names):
+            rows = conn.execute(text(f"SELECT * FROM {lake.t(name)}")).all()
+            out[name] = sorted((tuple(r) for r in rows), key=repr)
+    return out
+
+
+def duck_view(duck) -> dict[str, list[tuple[Any, ...]]]:  # noqa: ANN001
+    """Every table of the lake as DuckDB reads it."""
+    tables = [r[0] for r in duck.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake'").fetchall()]
+    return {t: sorted(duck.execute(f'SELECT * FROM lake."{t}"').fetchall(), key=repr)
+            for t in sorted(tables)}
+
+
+def source(spark, start: int, count: int, fail: bool):  # noqa: ANN001, ANN201
+    check = BOOM if fail else FAIL
+    return spark.range(start, start + count).selectExpr(
+        "id", "CAST(id * 10 AS BIGINT) AS v", "'new' AS tag").where(f"{check} IS NULL")
+
+
+# ------------------------------------------------------------------ the cases
+# Each takes (spark, lake, engine, fail) and runs one statement or API call.
+Case = Callable[[Any, Any, Engine, bool], object]
+
+
+def sql(statement: str) -> Case:
+    return lambda spark, lake, engine, fail: engine.execute(
+        statement.format(check=BOOM if fail else FAIL))
+
+
+CASES: dict[str, Case] = {
+    "ctas": sql("CREATE TABLE `main.n` AS SELECT id, {check} AS x FROM range(5)"),
+    "replace_same": sql("CREATE OR REPLACE TABLE `main.t` AS SELECT id, id * 10 AS v, "
+                        "'new' AS tag FROM range(5) WHERE {check} IS NULL"),
+    "replace_add_drop": sql("CREATE OR REPLACE TABLE `main.t` AS SELECT id, 1.5D AS w "
+                            "FROM range(5) WHERE {check} IS NULL"),
+    "replace_widen": sql("CREATE OR REPLACE TABLE `main.t` AS SELECT id, id * 1.5D AS v, "
+                         "'x' AS tag FROM range(5) WHERE {check} IS NULL"),
+    "replace_narrow": sql("CREATE OR REPLACE TABLE `main.t` AS SELECT id, CAST(id AS INT) AS v,"
+                          " 'x' AS tag FROM range(5) WHERE {check} IS NULL"),
+    "replace_struct": sql("CREATE OR REPLACE TABLE `main.t` AS SELECT id, id AS v, "
+                          "named_struct('a', 1, 'b', 'x') AS tag FROM range(5) "
+                          "WHERE {check} IS NULL"),
+    "replace_partitioned": sql("CREATE OR REPLACE TABLE `main.p` PARTITIONED BY (k) AS "
+                               "SELECT id, CAST(id % 2 AS STRING) AS k FROM range(6) "
+                               "WHERE {check} IS NULL"),
+    "view_to_table": sql("CREATE OR REPLACE TABLE `main.v` AS SELECT id FROM range(5) "
+                         "WHERE {check} IS NULL"),
+    "insert": sql("INSERT INTO `main.t` SELECT id, id, 'i' FROM range(100, 120) "
+                  "WHERE {check} IS NULL"),
+    "insert_inlined": sql("INSERT INTO `main.t` SELECT id, id, 'i' FROM range(3) "
+                          "WHERE {check} IS NULL"),
+    "insert_overwrite": sql("INSERT OVERWRITE `main.t` SELECT id, id, 'o' FROM range(10) "
+                            "WHERE {check} IS NULL"),
+    "insert_overwrite_partitions": sql("INSERT OVERWRITE `main.p` SELECT id, 'a' FROM range(4) "
+                                       "WHERE {check} IS NULL"),
+    "replace_where": sql("INSERT INTO `main.t` REPLACE WHERE id < 10 SELECT id, id, 'r' "
+                         "FROM range(10) WHERE {check} IS NULL"),
+    "replace_using": sql("INSERT INTO `main.t` REPLACE USING (id) SELECT id, id, 'u' "
+                         "FROM range(20) WHERE {check} IS NULL"),
+    "delete": sql("DELETE FROM `main.t` WHERE id % 3 = 0 AND {check} IS NULL"),
+    "update": sql("UPDATE `main.t` SET v = v + 1 WHERE {check} IS NULL"),
+    "merge": sql("MERGE INTO `main.t` d USING (SELECT id, id AS v, 'm' AS tag FROM "
+                 "range(10, 60) WHERE {check} IS NULL) s ON d.id = s.id "
+                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"),
+    "truncate": sql("DELETE FROM `main.t` WHERE {check} IS NULL"),
+    "api_append": lambda spark, lake, engine, fail:
+        lake.table("main.t").append(source(spark, 500, 30, fail)),
+    "api_overwrite": lambda spark, lake, engine, fail:
+        lake.table("main.t").overwrite(source(spark, 0, 30, fail)),
+    "api_replace_narrow": lambda spark, lake, engine, fail: lake.table("main.t").replace(
+        source(spark, 0, 30, fail).selectExpr("id", "CAST(v AS INT) AS v")),
+    "api_create_or_replace": lambda spark, lake, engine, fail: lake.create_table(
+        "main.t", source(spark, 0, 30, fail), or_replace=True),
+    "api_merge": lambda spark, lake, engine, fail: lake.table("main.t").merge(
+        source(spark, 20, 60, fail), "t.id = s.id",
+        [MergeClause("matched", "update_star"), MergeClause("not_matched", "insert_star")],
+        "t", "s"),
+    "api_delete": lambda spark, lake, engine, fail: lake.table("main.t").delete(
+        f"id > 40 AND {BOOM if fail else FAIL} IS NULL"),
+    "api_update": lambda spark, lake, engine, fail: lake.table("main.t").update(
+        {"tag": "'u'"}, where=f"{BOOM if fail else FAIL} IS NULL"),
+}
+
+# Statements without a data step: only the commit can fail.
+CATALOG_ONLY: dict[str, Case] = {
+    "create_view": sql("CREATE OR REPLACE VIEW `main.v` AS SELECT id FROM `main.t`"),
+    "table_to_view": sql("CREATE OR REPLACE VIEW `main.t` AS SELECT 1 AS id"),
+    "create_empty": sql("CREATE TABLE `main.e` (id BIGINT NOT NULL, s STRING)"),
+    "drop_table": sql("DROP TABLE `main.t`"),
+    "rename": sql("ALTER TABLE `main.t` RENAME TO `main.t2`"),
+    "add_column": sql("ALTER TABLE `main.t` ADD COLUMNS (z INT)"),
+    "drop_column": sql("ALTER TABLE `main.t` DROP COLUMN tag"),
+    "widen_column": sql("ALTER TABLE `main.t` ALTER COLUMN v TYPE DOUBLE"),
+    "partitioning": sql("ALTER TABLE `main.t` SET PARTITIONED BY (tag)"),
+    "comment": sql("COMMENT ON TABLE `main.t` IS 'c'"),
+    "flush": lambda spark, lake, engine, fail: lake.flush_inlined_data(),
+    "merge_files": lambda spark, lake, engine, fail: lake.merge_adjacent_files(),
+    "rewrite_files": lambda spark, lake, engine, fail: lake.rewrite_data_files(
+        delete_threshold=0.01),
+}
+
+
+# On PostgreSQL, one case per commit path (the rest differ only in how the data is computed).
+POSTGRES_CASES = {"replace_narrow", "replace_struct", "view_to_table", "api_create_or_replace",
+                  "merge", "insert_inlined", "delete", "table_to_view", "flush", "merge_files",
+                  "rewrite_files", "partitioning"}
+
+
+@pytest.fixture
+def seeded(request, spark, lake, duck):  # noqa: ANN001, ANN201
+    """``main.t`` with a Parquet file, inlined rows and a delete; ``main.p`` (partitioned) and
+    the view ``main.v`` for the cases that name them."""
+    case = request.node.callspec.params["case"]
+    if lake.catalog.dialect != "sqlite" and case not in POSTGRES_CASES:
+        pytest.skip("SQLite runs this case; PostgreSQL runs one case per commit path")
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, id AS v, 'a' AS tag FROM range(50)")
+    engine.execute("INSERT INTO `main.t` VALUES (900, 9, 'inl'), (901, 9, 'inl')")
+    engine.execute("DELETE FROM `main.t` WHERE id = 7")
+    if "partition" in case:
+        engine.execute("CREATE TABLE `main.p` PARTITIONED BY (k) AS SELECT id, "
+                       "CAST(id % 3 AS STRING) AS k FROM range(30)")
+    if "view" in case:
+        engine.execute("CREATE VIEW `main.v` AS SELECT id FROM `main.t` WHERE id < 5")
+    return engine
+
+
+def _run_broken(run: Callable[[], object], lake, duck, kill: bool) -> None:  # noqa: ANN001
+    before, duck_before = catalog_dump(lake.catalog), duck_view(duck)
+    reached = []
+
+    def die(**_: object) -> None:
+        reached.append(True)
+        raise Killed()
+
+    if kill:
+        with faults.inject("catalog_transaction", die), pytest.raises(Killed):
+            run()
+        assert reached, "the write never reached its commit"
+    else:
+        with pytest.raises(Exception, match="injected"):
+            run()
+    assert catalog_dump(lake.catalog) == before
+    assert duck_view(duck) == duck_before
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_failing_write_leaves_the_lake(case, spark, lake, duck, seeded):  # noqa: ANN001
+    run = CASES[case]
+    _run_broken(lambda: run(spark, lake, seeded, True), lake, duck, kill=False)
+    _run_broken(lambda: run(spark, lake, seeded, False), lake, duck, kill=True)
+    count = len(lake.snapshots())
+    run(spark, lake, seeded, False)
+    assert len(lake.snapshots()) == count + 1
+
+
+@pytest.mark.parametrize("case", sorted(CATALOG_ONLY))
+def test_a_write_killed_before_commit_leaves_the_lake(case, spark, lake, duck,  # noqa: ANN001
+                                                      seeded):
+    run = CATALOG_ONLY[case]
+    if case == "rewrite_files":
+        seeded.execute("DELETE FROM `main.t` WHERE id < 30")
+    if case == "merge_files":
+        for start in (100, 200):
+            seeded.execute(f"INSERT INTO `main.t` SELECT id, id, 'f' FROM range({start}, "
+                           f"{start + 20})")
+    _run_broken(lambda: run(spark, lake, seeded, False), lake, duck, kill=True)
+    count = len(lake.snapshots())
+    run(spark, lake, seeded, False)
+    assert len(lake.snapshots()) == count + 1
