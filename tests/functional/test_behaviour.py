@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from dbt.tests.adapter.relations.test_changing_relation_type import (
+    BaseChangeRelationTypeValidator,
+)
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from dbt.adapters.ducklake.lake import Catalog
@@ -386,3 +389,37 @@ class TestColumnsQualifiedByTheTableName:
         run_dbt(["run", "-s", "latest"])
         assert project.run_sql(f"select count(*), max(id) from `{schema}.latest`",
                                fetch="one") == (10, 20)
+
+
+class TestRelationTypeChangesInOneSnapshot(BaseChangeRelationTypeValidator):
+    """dbt's own check that a model switching view <-> table <-> incremental changes its
+    relation's type, plus: each switch is one snapshot (the old relation is dropped in the
+    snapshot that creates the new one), so a reader never finds the model missing."""
+
+    def _run_and_check_materialization(self, materialization, extra_args=None):  # noqa: ANN001, ANN202
+        lake = Catalog.open(self._catalog)
+        before = len(lake.snapshots())
+        super()._run_and_check_materialization(materialization, extra_args)
+        assert len(lake.snapshots()) == before + 1, materialization
+
+    def test_changing_materialization_changes_relation_type(self, project):  # noqa: ANN001
+        self._catalog = project.adapter.config.credentials.catalog
+        super().test_changing_materialization_changes_relation_type(project)
+
+
+class TestPythonModelReplacesAView:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"m.sql": "{{ config(materialized='view') }} select 1 as id"}
+
+    def test_one_snapshot(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        lake = lake_of(project)
+        before = len(lake.snapshots())
+        os.remove(os.path.join(project.project_root, "models", "m.sql"))
+        write_file("def model(dbt, session):\n    dbt.config(materialized='table')\n"
+                   "    return session.range(3)\n", project.project_root, "models", "m.py")
+        run_dbt(["run"])
+        assert len(lake.snapshots()) == before + 1
+        assert project.run_sql(f"select count(*) from `{project.test_schema}.m`",
+                               fetch="one") == (3,)

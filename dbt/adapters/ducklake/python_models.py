@@ -40,8 +40,9 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
         partition_by = [raw] if isinstance(raw, str) else list(raw)
         if f"{relation.schema}.{relation.identifier}" in runtime.lake.tables(relation.schema):
             runtime.lake.table(name).replace(df, info=info, partition_by=partition_by)
-        else:
-            runtime.lake.create_table(name, df, info=info, partition_by=partition_by)
+        else:  # a view of that name is dropped in the table's snapshot
+            runtime.lake.create_table(name, df, or_replace=True, info=info,
+                                      partition_by=partition_by)
         runtime.registry.invalidate()
         result["rows"] = -1
 
