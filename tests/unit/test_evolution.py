@@ -68,3 +68,9 @@ def test_a_scalar_becoming_nested_is_a_new_column() -> None:
     changes = evolve(CURRENT, [spec("id", "struct", spec("a", "int64"))], drop_missing=False)
     assert changes.drop == (("id",),) and changes.new_columns == (
         "column id: int64 -> struct",)
+
+
+def test_a_new_column_takes_its_nullability_from_the_wanted_one() -> None:
+    wanted = [ColumnSpec("id", "int32", nulls_allowed=False)]
+    changes = evolve(CURRENT[:1], wanted)
+    assert changes.nullability == () and changes.add[0].nulls_allowed is False

@@ -69,16 +69,17 @@ def evolve(current: Sequence[ColumnInfo], wanted: Sequence[ColumnSpec],
         if column is None:
             plan.add.append(spec)
             continue
-        if column.nulls_allowed != spec.nulls_allowed:
-            nullability.append((column.column_name, spec.nulls_allowed))
         try:
             _compare(column, spec, (column.column_name,), plan)
         except _NotInPlace as reason:
             plan.drop.append((column.column_name,))
-            plan.add.append(spec)
+            plan.add.append(spec)  # with the wanted nullability
             said = str(reason)
             plan.new_columns.append(f"column {said}" if said.startswith(f"{column.column_name}:")
                                     else f"column {column.column_name} ({said})")
+            continue
+        if column.nulls_allowed != spec.nulls_allowed:
+            nullability.append((column.column_name, spec.nulls_allowed))
     if drop_missing:
         names = {s.name.lower() for s in wanted}
         plan.drop.extend((c.column_name,) for c in current if c.column_name.lower() not in names)
