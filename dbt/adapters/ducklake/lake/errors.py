@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .secrets import redact
+
 
 class DuckLakeError(Exception):
     """Base class for errors raised by the DuckLake client."""
@@ -65,7 +67,7 @@ class CommitUnknownError(DuckLakeError):
 
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error (or the error's type when it says nothing), to
-    quote in a message of our own."""
+    quote in a message of our own; any password the process knows is masked in it."""
     orig = getattr(exc, "orig", None) or exc
-    message = str(orig).strip()
+    message = redact(str(orig).strip())
     return message.splitlines()[0] if message else type(orig).__name__
