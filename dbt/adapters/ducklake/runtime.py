@@ -263,6 +263,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
             ) from exc
         if pinned is not None:
             spark = _own_session(spark)
+            lake.read_only_snapshot = pinned  # no catalog write, whatever asks for one
         spark_lake = SparkLake(spark, lake)
         registry = ViewRegistry(spark, spark_lake, pinned)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
@@ -325,9 +326,10 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
-def check_writable(runtime: Runtime) -> None:
-    """A runtime pinned to a snapshot reads only: say so as dbt's error."""
+def check_writable(runtime: Runtime, what: str = "this write") -> None:
+    """A runtime pinned to a snapshot reads only: refuse ``what`` as dbt's error, before it
+    starts (nothing committed, written or deleted)."""
     try:
-        runtime.engine.check_writable()
+        runtime.engine.check_writable(what)
     except DuckLakeError as exc:
         raise DbtRuntimeError(str(exc)) from exc

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from .conflicts import quote_name
-from .errors import CatalogConnectionError, first_line
+from .errors import CatalogConnectionError, ReadOnlyError, first_line
 from .secrets import (
     SECRET_KEYWORDS,
     decode_url_part,
@@ -216,6 +216,9 @@ class CatalogDatabase:
         self.engine = make_engine(target)
         self.dialect = target.dialect
         self.metadata_schema = metadata_schema
+        # The snapshot a pinned reader reads (the profile's snapshot_version or snapshot_time):
+        # when set, no write transaction is opened, so nothing can be committed.
+        self.read_only_snapshot: int | None = None
         # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
         self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
 
@@ -240,7 +243,13 @@ class CatalogDatabase:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it holds the write lock from its first statement."""
+        """A write transaction; on SQLite it holds the write lock from its first statement.
+
+        Refused with :class:`ReadOnlyError` on a catalog opened to read one snapshot: every
+        commit, option and maintenance step writes through here, so none can slip through.
+        """
+        if self.read_only_snapshot is not None:
+            raise ReadOnlyError.pinned(self.read_only_snapshot, "a write to the catalog")
         conn = self._connect(**{WRITE_OPTION: True})
         try:
             with conn.begin():

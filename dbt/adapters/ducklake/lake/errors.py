@@ -53,6 +53,22 @@ class InvalidArgumentError(DuckLakeError):
     """A caller passed a value the lake does not accept."""
 
 
+class ReadOnlyError(InvalidArgumentError):
+    """A write asked of a lake opened to read one snapshot (a profile pinned with
+    ``snapshot_version`` or ``snapshot_time``). Refused before anything was committed,
+    written or deleted."""
+
+    @classmethod
+    def pinned(cls, snapshot_id: int | None, what: str) -> ReadOnlyError:
+        """The refusal of ``what`` (a statement, an operation) on a connection pinned to
+        ``snapshot_id``, saying how to write instead."""
+        return cls(
+            f"{what} is not a read, and this connection is pinned to snapshot {snapshot_id} "
+            "(snapshot_version or snapshot_time in the profile), so it only reads: nothing was "
+            "done. Remove snapshot_version / snapshot_time from the profile (or use an "
+            "unpinned target) to write")
+
+
 class UnsupportedViewError(DuckLakeError):
     """A view's stored query cannot be run by this engine as its writer meant it."""
 
