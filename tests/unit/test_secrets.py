@@ -16,7 +16,7 @@ from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.lake import Catalog
 from dbt.adapters.ducklake.lake.connect import parse_catalog
 from dbt.adapters.ducklake.lake.errors import CatalogConnectionError
-from dbt.adapters.ducklake.lake.secrets import mask_catalog
+from dbt.adapters.ducklake.lake.secrets import mask_catalog, redact, remember
 
 # Every character that has broken a masking: @ : / % (and, in libpq strings, a space and
 # quotes). The URL password is written unencoded, as users paste it.
@@ -113,6 +113,17 @@ def test_url_escapes_are_decoded_as_sqlalchemy_does() -> None:
     assert parse_catalog(url(password="a%b")).url.password == "a%b"  # no escape: as written
 
 
+def test_driver_messages_lose_known_passwords_only() -> None:
+    """A password once used is masked in any message we repeat, as written and URL-encoded;
+    one too short to search for leaves messages readable (the catalog string still masks
+    it)."""
+    remember("Dr1ver@pass")
+    assert redact("auth failed for Dr1ver@pass and Dr1ver%40pass") == "auth failed for *** and ***"
+    remember("ab")
+    assert redact("a table ab") == "a table ab"
+    assert mask_catalog("postgresql://u:ab@h/db") == "postgresql://u:***@h/db"
+
+
 # ------------------------------------------------------------------ the profile
 def profile(**extra: object) -> DuckLakeCredentials:
     return DuckLakeCredentials.from_dict({"schema": "analytics", **extra})
@@ -162,13 +173,17 @@ def metadata_schema() -> Iterator[str]:
     (f"postgresql+psycopg://{PG_USER}@{PG_HOST}:{PG_PORT}/{PG_DB}", URL_PASSWORD, "key"),
     (f"postgres:dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}",
      LIBPQ_PASSWORD, "key"),
+    (f"postgresql+psycopg://{PG_USER}@{PG_HOST}:{PG_PORT}/{PG_DB}", URL_PASSWORD,
+     "PGPASSWORD"),
 ])
 def test_the_server_gets_the_password(catalog, password, apart, metadata_schema,  # noqa: ANN001
-                                      tmp_path) -> None:  # noqa: ANN001
+                                      tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """The password psycopg sent is exactly the one written (the local server trusts every
     login, so psycopg's own record of the connection is what can be checked)."""
+    if apart == "PGPASSWORD":
+        monkeypatch.setenv("PGPASSWORD", password)  # libpq's own, read by psycopg
     lake = Catalog.open(catalog, str(tmp_path / "data"), metadata_schema=metadata_schema,
-                        password=password if apart else None)
+                        password=password if apart == "key" else None)
     try:
         raw = lake.engine.raw_connection()
         try:

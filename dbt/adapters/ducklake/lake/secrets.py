@@ -43,9 +43,14 @@ _known: set[str] = set()
 _known_lock = threading.Lock()
 
 
+# Shorter passwords are not searched for in messages: replacing every "ab" would garble
+# every error. Where the catalog string is shown, they are masked like any other.
+MIN_REDACTED = 4
+
+
 def remember(secret: str | None) -> None:
     """Note a password this process uses, so that :func:`redact` hides it in any message."""
-    if secret:
+    if secret and len(secret) >= MIN_REDACTED:
         with _known_lock:
             _known.add(secret)
 
