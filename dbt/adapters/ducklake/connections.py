@@ -19,6 +19,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
+from .lake.secrets import redact
 from .runtime import Runtime, runtime_for, set_statement_node
 from .sql.engine import StatementResult
 
@@ -125,9 +126,12 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         credentials: DuckLakeCredentials = connection.credentials
         try:
             runtime = runtime_for(credentials)
-        except DuckLakeError as exc:
+        except DbtRuntimeError:
             connection.state = ConnectionState.FAIL
-            raise DbtDatabaseError(f"could not open the lake: {exc}") from exc
+            raise
+        except Exception as exc:  # noqa: BLE001 - ours, or a driver's: passwords masked
+            connection.state = ConnectionState.FAIL
+            raise DbtDatabaseError(f"could not open the lake: {redact(str(exc))}") from None
         connection.handle = DuckLakeHandle(runtime, connection)
         connection.state = ConnectionState.OPEN
         return connection
@@ -155,9 +159,9 @@ class DuckLakeConnectionManager(SQLConnectionManager):
         except (DbtRuntimeError, DbtDatabaseError):
             raise
         except DuckLakeError as exc:
-            raise DbtDatabaseError(str(exc)) from exc
+            raise DbtDatabaseError(redact(str(exc))) from exc
         except Exception as exc:
-            raise DbtDatabaseError(_spark_message(exc)) from exc
+            raise DbtDatabaseError(redact(_spark_message(exc))) from exc
 
     def add_begin_query(self) -> None:
         pass

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtRuntimeError
+
+from .lake.secrets import MASK, mask_catalog
 
 DEFAULT_CATALOG = "sqlite:///lake/catalog.sqlite"
 DEFAULT_DATA_PATH = "lake/data/"
@@ -22,6 +25,9 @@ class DuckLakeCredentials(Credentials):
     database: str | None = None  # type: ignore[assignment,unused-ignore]
     schema: str = "main"
     catalog: str = DEFAULT_CATALOG
+    # The PostgreSQL password, apart from the catalog string (typically
+    # "{{ env_var('DBT_ENV_SECRET_LAKE_PASSWORD') }}"); never printed.
+    password: str | None = field(default=None, repr=False)
     data_path: str = DEFAULT_DATA_PATH
     master: str = "local[*]"
     spark_conf: dict[str, Any] = field(default_factory=dict)
@@ -36,7 +42,8 @@ class DuckLakeCredentials(Credentials):
     # this is true; then it is printed to the console as Spark prints it.
     spark_console: bool = False
 
-    _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf"}
+    _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf",
+                "pass": "password"}
 
     @property
     def type(self) -> str:
@@ -44,7 +51,20 @@ class DuckLakeCredentials(Credentials):
 
     @property
     def unique_field(self) -> str:
-        return self.catalog
+        """What dbt hashes into usage tracking: the catalog without its password."""
+        return mask_catalog(self.catalog)
+
+    def __repr__(self) -> str:
+        """Printable: the catalog's password masked, the ``password`` key shown as ``***``."""
+        shown = dict(self.connection_info())
+        if self.password is not None:
+            shown["password"] = MASK
+        return f"DuckLakeCredentials({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        """What ``dbt debug`` prints: the connection keys, the catalog's password masked."""
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            yield key, mask_catalog(value) if key == "catalog" and value else value
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("catalog", "data_path", "schema", "master", "metadata_schema",
@@ -79,6 +99,8 @@ class DuckLakeCredentials(Credentials):
         if not isinstance(data.get("spark_console", False), bool):
             raise DbtRuntimeError(
                 f"spark_console must be true or false, got {data['spark_console']!r}")
+        if isinstance(data.get("password"), (int, float)):
+            data["password"] = str(data["password"])  # dbt renders "12345" as a number
         if not isinstance(data.get("spark_conf", {}), dict):
             raise DbtRuntimeError("spark_conf must be a mapping of Spark configuration keys")
         return data

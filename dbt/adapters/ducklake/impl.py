@@ -162,7 +162,7 @@ class DuckLakeAdapter(SQLAdapter):
                            quote_columns: bool | None = None, delimiter: str = ",") -> int:
         """Create or replace a seed table from a CSV in one snapshot; returns the row count."""
         runtime = self.runtime()
-        check_writable(runtime)
+        check_writable(runtime, f"the seed {relation}")
         types = {name: column_types.get(name) or self.convert_agate_type(agate_table, i)
                  for i, name in enumerate(agate_table.column_names)}
         return seeds.load_seed(runtime, relation, agate_table, types, full_refresh, self.quote,
@@ -174,6 +174,7 @@ class DuckLakeAdapter(SQLAdapter):
                                partition_by: list[str] | None = None) -> str:
         """CREATE OR REPLACE TABLE with NOT NULL columns checked before the one commit."""
         runtime = self.runtime()
+        check_writable(runtime, f"building the table {relation}")
         engine = runtime.engine
         if sql_header:
             engine.execute(sql_header)
@@ -235,6 +236,7 @@ class DuckLakeAdapter(SQLAdapter):
         from . import maintenance
 
         runtime = self.runtime()
+        check_writable(runtime, f"the maintenance operation {operation}")
         try:
             result = maintenance.as_dict(maintenance.run(runtime.lake, operation, arguments))
         except DuckLakeError as exc:
@@ -251,6 +253,7 @@ class DuckLakeAdapter(SQLAdapter):
         if not operations:
             return []
         runtime = self.runtime()
+        check_writable(runtime, f"post_commit_maintenance of {relation}")
         try:
             results = maintenance.post_commit(runtime.lake, relation.schema,  # type: ignore[arg-type]
                                               relation.identifier, operations)  # type: ignore[arg-type]
@@ -263,8 +266,10 @@ class DuckLakeAdapter(SQLAdapter):
     def ducklake_set_option(self, option: str, value: Any, schema: str | None = None,
                             table: str | None = None) -> str:
         """Set a lake option globally, for a schema, or for a table (no snapshot)."""
+        runtime = self.runtime()
+        check_writable(runtime, f"ducklake_set_option ({option})")
         try:
-            setting = self.runtime().lake.set_option(option, value, schema, table)
+            setting = runtime.lake.set_option(option, value, schema, table)
         except DuckLakeError as exc:
             raise DbtRuntimeError(str(exc)) from exc
         scope = setting.scope_name or "the lake"
@@ -282,7 +287,7 @@ class DuckLakeAdapter(SQLAdapter):
                               columns: dict[str, Any] | None) -> None:
         """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
         runtime = self.runtime()
-        check_writable(runtime)
+        check_writable(runtime, f"persist_docs on {relation}")
         docs.persist_docs(runtime, relation, description, columns)
 
     # ------------------------------------------------------------------ docs

@@ -17,6 +17,8 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
            compiled_code: str) -> Any:
     """Run a Python model's code with ``spark`` and the ``ducklake_*`` helpers the model's
     template calls; its ``ducklake_write`` replaces (or creates) the model's table."""
+    # Refused before the model's code runs: it holds `spark` and could write files itself.
+    check_writable(runtime, f"the Python model {parsed_model.get('unique_id', relation)}")
     config = parsed_model.get("config", {})
     result: dict[str, Any] = {}
 
@@ -30,7 +32,6 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
             # pandas-on-Spark frames convert themselves; pandas frames go through Arrow
             df = df.to_spark() if hasattr(df, "to_spark") else \
                 runtime.spark.createDataFrame(df)
-        check_writable(runtime)
         name = (relation.schema, relation.identifier)
         info = runtime.engine.commit_info("PYTHON MODEL")
         if not runtime.lake.catalog.schemas() or relation.schema not in [

@@ -22,6 +22,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
+from .lake.secrets import redact
 from .spark.lake import CommitInfo, SparkLake
 from .sql.engine import Engine
 from .sql.temp_views import ViewRegistry
@@ -35,7 +36,7 @@ class _ToDbtLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = record.getMessage()
+            message = redact(record.getMessage())
         except Exception:  # noqa: BLE001 - a bad log call must not fail a statement
             return
         if record.levelno >= logging.WARNING:
@@ -227,7 +228,8 @@ def _stderr_to(path: str | None) -> Iterator[None]:
 
 
 def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
-    key = (credentials.catalog, credentials.data_path, credentials.metadata_schema,
+    key = (credentials.catalog, credentials.password, credentials.data_path,
+           credentials.metadata_schema,
            credentials.master, credentials.snapshot_version, credentials.snapshot_time,
            _project_dir())
     with _runtimes_lock:
@@ -241,7 +243,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         # The catalog first: it fails fast, Spark takes seconds to start.
         lake = Catalog.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
                          data_inlining_row_limit=credentials.data_inlining_row_limit,
-                         base_dir=base_dir)
+                         base_dir=base_dir, password=credentials.password)
         lake.max_retry_count = credentials.max_retry_count
         try:
             pinned = pinned_snapshot(lake, credentials)
@@ -261,6 +263,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
             ) from exc
         if pinned is not None:
             spark = _own_session(spark)
+            lake.read_only_snapshot = pinned  # no catalog write, whatever asks for one
         spark_lake = SparkLake(spark, lake)
         registry = ViewRegistry(spark, spark_lake, pinned)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
@@ -323,9 +326,10 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
-def check_writable(runtime: Runtime) -> None:
-    """A runtime pinned to a snapshot reads only: say so as dbt's error."""
+def check_writable(runtime: Runtime, what: str = "this write") -> None:
+    """A runtime pinned to a snapshot reads only: refuse ``what`` as dbt's error, before it
+    starts (nothing committed, written or deleted)."""
     try:
-        runtime.engine.check_writable()
+        runtime.engine.check_writable(what)
     except DuckLakeError as exc:
         raise DbtRuntimeError(str(exc)) from exc

@@ -120,6 +120,7 @@ class Catalog(CatalogDatabase):
         create: bool = True,
         base_dir: str | None = None,
         override_data_path: bool = False,
+        password: str | None = None,
     ) -> Catalog:
         """Open the lake in ``catalog``, creating it when the catalog holds none.
 
@@ -132,8 +133,10 @@ class Catalog(CatalogDatabase):
                 ``data_inlining_row_limit`` options take precedence, as in DuckDB.
             create: create a new lake when none exists (otherwise raise).
             base_dir: directory relative paths resolve against (default: cwd).
+            password: the PostgreSQL password, when the catalog string holds none (it is
+                never printed; libpq's ``PGPASSWORD`` and ``~/.pgpass`` work too).
         """
-        target = parse_catalog(catalog, base_dir)
+        target = parse_catalog(catalog, base_dir, password)
         if metadata_schema and target.dialect == "sqlite":
             raise InvalidArgumentError(
                 "metadata_schema is only supported on a PostgreSQL catalog; "

@@ -11,19 +11,29 @@ Accepted forms, so users can paste what they already pass to DuckDB's ``ATTACH``
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from .conflicts import quote_name
-from .errors import CatalogConnectionError, first_line
+from .errors import CatalogConnectionError, ReadOnlyError, first_line
+from .secrets import (
+    SECRET_KEYWORDS,
+    decode_url_part,
+    mask_catalog,
+    mask_conninfo,
+    remember,
+    scrub_quoted,
+    split_url,
+)
 
 ACCEPTED_FORMS = (
     "sqlite:///path/to/catalog.sqlite, sqlite:path/to/catalog.sqlite, "
@@ -36,66 +46,132 @@ WRITE_OPTION = "ducklake_write"
 
 @dataclass(frozen=True)
 class CatalogTarget:
-    """A parsed catalog string: the SQLAlchemy URL and driver arguments."""
+    """A parsed catalog string: the SQLAlchemy URL and driver arguments.
 
-    url: str
+    The password (if any) is inside ``url`` or ``connect_args``; only ``display`` may be
+    printed, and the repr shows nothing else.
+    """
+
+    url: URL
     dialect: str  # "sqlite" or "postgresql"
     connect_args: dict[str, Any]
     display: str  # safe to print: no password
+
+    def __repr__(self) -> str:
+        return f"CatalogTarget({self.display})"
 
     @property
     def sqlite_path(self) -> str | None:
         if self.dialect != "sqlite":
             return None
-        return make_url(self.url).database
+        return self.url.database
 
 
-def parse_catalog(catalog: str, base_dir: str | None = None) -> CatalogTarget:
-    """Parse a catalog string; relative SQLite paths resolve against ``base_dir`` (or cwd)."""
+def parse_catalog(catalog: str, base_dir: str | None = None,
+                  password: str | None = None) -> CatalogTarget:
+    """Parse a catalog string; relative SQLite paths resolve against ``base_dir`` (or cwd).
+
+    ``password``, when given, is the PostgreSQL password kept apart from the string (the
+    profile's ``password`` key); a string that also holds one is refused. Errors show the
+    string with its password masked (:func:`.secrets.mask_catalog`).
+    """
+    remember(password)
+    shown = mask_catalog(catalog)
     text = catalog.strip()
     if text.startswith("ducklake:"):
         text = text[len("ducklake:") :]
     base = base_dir or os.getcwd()
     if text.startswith("sqlite:"):
+        if password is not None:
+            raise CatalogConnectionError(
+                f"catalog {shown!r}: a SQLite catalog takes no password; remove the profile's "
+                "password")
         rest = text[len("sqlite:") :]
         path = rest[3:] if rest.startswith("///") else rest
         if rest.startswith("//") and not rest.startswith("///"):
             raise CatalogConnectionError(
-                f"catalog {catalog!r}: a SQLite URL has three slashes (sqlite:///path)"
+                f"catalog {shown!r}: a SQLite URL has three slashes (sqlite:///path)"
             )
         if not path or path == ":memory:":
             raise CatalogConnectionError(
-                f"catalog {catalog!r}: a SQLite catalog needs a file path "
+                f"catalog {shown!r}: a SQLite catalog needs a file path "
                 "(sqlite:///path/to/catalog.sqlite); an in-memory catalog cannot be shared"
             )
         path = os.path.abspath(os.path.join(base, os.path.expanduser(path)))
-        return CatalogTarget(f"sqlite:///{path}", "sqlite", {"timeout": 60.0}, f"sqlite:{path}")
+        return CatalogTarget(URL.create("sqlite", database=path), "sqlite", {"timeout": 60.0},
+                             f"sqlite:{path}")
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if text.startswith(prefix):
-            url = make_url("postgresql+psycopg://" + text[len(prefix) :])
-            return CatalogTarget(
-                url.render_as_string(hide_password=False),
-                "postgresql",
-                {},
-                url.render_as_string(hide_password=True),
-            )
+            return _url_target(text, shown, password)
     if text.startswith(("postgres:", "postgresql:")):
-        from psycopg.conninfo import conninfo_to_dict
-
-        conninfo = text.split(":", 1)[1]
-        try:
-            args = conninfo_to_dict(conninfo)
-        except Exception as exc:  # psycopg.ProgrammingError on malformed strings
-            raise CatalogConnectionError(
-                f"catalog {catalog!r}: cannot parse the libpq connection string: {exc}"
-            ) from exc
-        shown = " ".join(f"{k}={v}" for k, v in args.items() if k != "password")
-        return CatalogTarget("postgresql+psycopg://", "postgresql", dict(args),
-                             f"postgres:{shown}")
-    scheme = text.split(":", 1)[0] if ":" in text else text
+        return _conninfo_target(text.split(":", 1)[1], shown, password)
+    scheme = text.split(":", 1)[0]
+    if ":" not in text or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        raise CatalogConnectionError(  # no scheme: say nothing of what the string holds
+            f"the catalog string starts with no catalog scheme; use one of {ACCEPTED_FORMS}")
     raise CatalogConnectionError(
-        f"catalog {catalog!r}: unknown catalog scheme {scheme!r}; use one of {ACCEPTED_FORMS}"
+        f"catalog {shown!r}: unknown catalog scheme {scheme!r}; use one of {ACCEPTED_FORMS}"
     )
+
+
+def _url_target(text: str, shown: str, password: str | None) -> CatalogTarget:
+    """A PostgreSQL URL, read as psycopg 3. The user part ends at the last ``@``, so a
+    password may hold any character; percent-escapes in it are decoded as SQLAlchemy does."""
+    _, user, written, rest = split_url(text)
+    try:
+        url = make_url("postgresql+psycopg://" + rest)
+    except Exception as exc:  # noqa: BLE001 - ArgumentError, or ValueError on a bad port
+        raise CatalogConnectionError(
+            f"catalog {shown!r}: cannot parse the PostgreSQL URL ({type(exc).__name__}); the "
+            "form is postgresql+psycopg://user:password@host:5432/database") from None
+    # Secrets in the query go to psycopg as arguments, out of the URL SQLAlchemy prints.
+    connect_args: dict[str, Any] = {}
+    for key in SECRET_KEYWORDS:
+        if key in url.query:
+            value = url.query[key]
+            connect_args[key] = value if isinstance(value, str) else value[-1]
+            remember(connect_args[key])
+            url = url.difference_update_query([key])
+    given = [p for p in (written, connect_args.get("password"), password) if p is not None]
+    if len(given) > 1:
+        raise CatalogConnectionError(
+            f"catalog {shown!r}: the password is given twice (in the URL, its query or the "
+            "profile's password key); keep one of them")
+    if user is not None:
+        url = url.set(username=decode_url_part(user))
+    if written is not None or password is not None:
+        secret = decode_url_part(written) if written is not None else password
+        remember(secret)
+        url = url.set(password=secret)
+    return CatalogTarget(url, "postgresql", connect_args,
+                         mask_catalog(url.render_as_string(hide_password=True)))
+
+
+def _conninfo_target(conninfo: str, shown: str, password: str | None) -> CatalogTarget:
+    """A libpq ``keyword=value`` string, as DuckDB's ``ATTACH 'postgres:...'`` takes it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        args = conninfo_to_dict(conninfo)
+    except Exception as exc:  # noqa: BLE001 - psycopg.ProgrammingError on malformed strings
+        reason = scrub_quoted(first_line(exc), shown)
+        raise CatalogConnectionError(
+            f"catalog {shown!r}: cannot parse the libpq connection string: {reason}. Quote a "
+            "value holding spaces or quotes with single quotes and escape ' and \\ inside "
+            "it with a backslash (password='it\\'s'), or give the password apart (the "
+            "profile's password key, or PGPASSWORD)"
+        ) from None
+    for key in SECRET_KEYWORDS:
+        if args.get(key) is not None:
+            remember(str(args[key]))
+    if password is not None:
+        if "password" in args:
+            raise CatalogConnectionError(
+                f"catalog {shown!r} holds a password and the profile gives one too "
+                "(password); keep one of them")
+        args["password"] = password
+    return CatalogTarget(URL.create("postgresql+psycopg"), "postgresql", dict(args),
+                         f"postgres:{mask_conninfo(conninfo)}")
 
 
 def make_engine(target: CatalogTarget) -> Engine:
@@ -140,6 +216,9 @@ class CatalogDatabase:
         self.engine = make_engine(target)
         self.dialect = target.dialect
         self.metadata_schema = metadata_schema
+        # The snapshot a pinned reader reads (the profile's snapshot_version or snapshot_time):
+        # when set, no write transaction is opened, so nothing can be committed.
+        self.read_only_snapshot: int | None = None
         # Identifiers cannot be bound parameters: quote them, doubling embedded quotes.
         self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
 
@@ -164,7 +243,13 @@ class CatalogDatabase:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction; on SQLite it holds the write lock from its first statement."""
+        """A write transaction; on SQLite it holds the write lock from its first statement.
+
+        Refused with :class:`ReadOnlyError` on a catalog opened to read one snapshot: every
+        commit, option and maintenance step writes through here, so none can slip through.
+        """
+        if self.read_only_snapshot is not None:
+            raise ReadOnlyError.pinned(self.read_only_snapshot, "a write to the catalog")
         conn = self._connect(**{WRITE_OPTION: True})
         try:
             with conn.begin():

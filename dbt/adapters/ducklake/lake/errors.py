@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .secrets import redact
+
 
 class DuckLakeError(Exception):
     """Base class for errors raised by the DuckLake client."""
@@ -51,6 +53,22 @@ class InvalidArgumentError(DuckLakeError):
     """A caller passed a value the lake does not accept."""
 
 
+class ReadOnlyError(InvalidArgumentError):
+    """A write asked of a lake opened to read one snapshot (a profile pinned with
+    ``snapshot_version`` or ``snapshot_time``). Refused before anything was committed,
+    written or deleted."""
+
+    @classmethod
+    def pinned(cls, snapshot_id: int | None, what: str) -> ReadOnlyError:
+        """The refusal of ``what`` (a statement, an operation) on a connection pinned to
+        ``snapshot_id``, saying how to write instead."""
+        return cls(
+            f"{what} is not a read, and this connection is pinned to snapshot {snapshot_id} "
+            "(snapshot_version or snapshot_time in the profile), so it only reads: nothing was "
+            "done. Remove snapshot_version / snapshot_time from the profile (or use an "
+            "unpinned target) to write")
+
+
 class UnsupportedViewError(DuckLakeError):
     """A view's stored query cannot be run by this engine as its writer meant it."""
 
@@ -65,7 +83,7 @@ class CommitUnknownError(DuckLakeError):
 
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error (or the error's type when it says nothing), to
-    quote in a message of our own."""
+    quote in a message of our own; any password the process knows is masked in it."""
     orig = getattr(exc, "orig", None) or exc
-    message = str(orig).strip()
+    message = redact(str(orig).strip())
     return message.splitlines()[0] if message else type(orig).__name__

@@ -34,6 +34,7 @@ from ..lake.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
+    ReadOnlyError,
     SchemaMismatchError,
 )
 from ..lake.expiry import ExpireResult
@@ -108,6 +109,13 @@ class SparkLake:
 
     def close(self) -> None:
         self.catalog.close()
+
+    def _check_writable(self, what: str) -> None:
+        """Refuse ``what`` on a lake opened to read one snapshot, before it writes or deletes
+        a file: the catalog refuses every commit too, but maintenance writes files first and
+        cleanup deletes them without one."""
+        if self.catalog.read_only_snapshot is not None:
+            raise ReadOnlyError.pinned(self.catalog.read_only_snapshot, what)
 
     # ------------------------------------------------------------------ catalog
     def snapshots(self) -> list[Snapshot]:
@@ -314,6 +322,7 @@ class SparkLake:
                            table: str | None = None) -> FlushResult:
         """Move inlined rows (and inlined deletes) of one table, one schema or every table
         to Parquet, keeping every snapshot and the change feed as they were."""
+        self._check_writable("maintenance operation flush_inlined_data")
         return spark_compaction.flush_inlined_data(self, schema, table)
 
     def merge_adjacent_files(
@@ -323,6 +332,7 @@ class SparkLake:
     ) -> CompactionResult:
         """Merge small files without deletes into files of up to ``target_file_size``, never
         across partitions or schema versions (DuckDB's ``ducklake_merge_adjacent_files``)."""
+        self._check_writable("maintenance operation merge_adjacent_files")
         return spark_compaction.merge_adjacent_files(
             self, schema, table, min_file_size, max_file_size, max_compacted_files)
 
@@ -330,6 +340,7 @@ class SparkLake:
                            delete_threshold: float | None = None) -> CompactionResult:
         """Rewrite files whose deleted fraction reaches ``delete_threshold`` (default: the
         ``rewrite_delete_threshold`` option, 0.95) without their deleted rows."""
+        self._check_writable("maintenance operation rewrite_data_files")
         return spark_compaction.rewrite_data_files(self, schema, table, delete_threshold)
 
     def expire_snapshots(self, older_than: datetime | str | None = None,
@@ -338,28 +349,33 @@ class SparkLake:
         """Forget snapshots older than ``older_than`` (default: the ``expire_older_than``
         option) or the listed ``versions``; files only they needed are scheduled for
         deletion. Never the latest snapshot."""
+        self._check_writable("maintenance operation expire_snapshots")
         return lake_expiry.expire_snapshots(self.catalog, older_than, versions, dry_run)
 
     def cleanup_old_files(self, older_than: datetime | str | None = None,
                           cleanup_all: bool = False, dry_run: bool = False) -> CleanupResult:
         """Delete files scheduled for deletion before ``older_than`` (default: now minus the
         ``delete_older_than`` option, 2 days), or all of them with ``cleanup_all``."""
+        self._check_writable("maintenance operation cleanup_old_files")
         return lake_cleanup.cleanup_old_files(self.catalog, older_than, cleanup_all, dry_run)
 
     def delete_orphaned_files(self, older_than: datetime | str | None = None,
                               dry_run: bool = False) -> CleanupResult:
         """Delete Parquet files under the data path that the catalog does not know and that
         are older than ``older_than`` (default: now minus ``delete_older_than``)."""
+        self._check_writable("maintenance operation delete_orphaned_files")
         return lake_cleanup.delete_orphaned_files(self.catalog, older_than, dry_run)
 
     def checkpoint(self) -> CheckpointResult:
         """Every maintenance step in DuckDB's ``CHECKPOINT`` order, with the lake's options."""
+        self._check_writable("maintenance operation checkpoint")
         return spark_checkpoint.checkpoint(self)
 
     def set_option(self, key: str, value: Any, schema: str | None = None,
                    table: str | None = None) -> OptionSetting:
         """Set a lake option globally, for a schema or for a table (no snapshot), e.g.
         ``set_option("target_file_size", "64MB", table="orders")``."""
+        self._check_writable(f"set_option({key!r})")
         return lake_options.set_option(self.catalog, key, value, schema, table)
 
     def options(self) -> list[OptionSetting]:

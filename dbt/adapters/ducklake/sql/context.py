@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake.errors import DuckLakeError, InvalidArgumentError
+from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
@@ -49,13 +49,11 @@ class StatementContext:
         self.read_only = read_only
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
 
-    def check_writable(self) -> None:
-        """A connection pinned to a snapshot reads the past: it must not write."""
+    def check_writable(self, what: str = "this statement") -> None:
+        """A connection pinned to a snapshot reads the past: it must not write. ``what`` names
+        the statement or operation refused."""
         if self.read_only:
-            raise InvalidArgumentError(
-                f"this connection is pinned to snapshot {self.registry.pinned_version} "
-                "(snapshot_version or snapshot_time in the profile) and cannot write; remove "
-                "the pin to write")
+            raise ReadOnlyError.pinned(self.registry.pinned_version, what)
 
     def dataframe(self, sql: str, part: Callable[[Any], Any]) -> DataFrame:
         """The query inside a statement as a DataFrame, registering the lake relations it reads.

@@ -21,6 +21,7 @@ from ..lake.errors import InvalidArgumentError
 from ..spark.lake import PartitionBy
 from . import ddl, dml
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
+from .plans import statement_summary, writing_node
 from .temp_views import LakeName, message_parameter
 
 _HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS}
@@ -46,10 +47,12 @@ class Engine(StatementContext):
         self.registry.refresh()
         alter = partition_alter(sql)
         if alter is not None:  # DuckDB's syntax, which Spark's parser rejects
-            self.check_writable()
+            self.check_writable(f"`{statement_summary(sql)}`")
             return self.alter_partitioning(self.written_name(alter[0]), alter[1])
         plan, sql = self._parse(sql)
         kind = plan.getClass().getSimpleName()
+        if self.read_only:
+            self._check_read(plan, sql)
         if kind == "CreateViewCommand" and self._plain_temp_view(plan):
             return self._create_temp_view(plan, sql)
         handler = _HANDLERS.get(kind)
@@ -57,8 +60,16 @@ class Engine(StatementContext):
             if kind in _COMMANDS:
                 return StatementResult(kind, df=self.registry.run_with_views(self.spark.sql, sql))
             return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql))
-        self.check_writable()
+        self.check_writable(f"`{statement_summary(sql)}`")
         return handler(self, plan, sql)
+
+    def _check_read(self, plan: Any, sql: str) -> None:
+        """On a pinned connection, refuse every statement that is not a read before anything
+        runs: the lake engine's writes, and as much what Spark would carry out itself
+        (``INSERT OVERWRITE DIRECTORY``, ``CREATE TABLE ... LOCATION``, ``ADD JAR``)."""
+        node = writing_node(self.spark, plan)
+        if node is not None:
+            self.check_writable(f"`{statement_summary(sql)}` (Spark's {node})")
 
     @staticmethod
     def _plain_temp_view(plan: Any) -> bool:
