@@ -26,6 +26,7 @@ from .errors import (
     InvalidArgumentError,
     NotFoundError,
     SnapshotNotFoundError,
+    UnsafeCatalogNameError,
 )
 from .models import (
     SPARK_SQL_TAG,
@@ -500,7 +501,7 @@ class Catalog(CatalogDatabase):
                  "ORDER BY schema_version"),
             {"t": table_id},
         ).all())
-        return [InlinedDataTable(int(a), b, int(c)) for a, b, c in rows]
+        return [checked_inlined_table(a, b, c) for a, b, c in rows]
 
     def name_mappings(self, mapping_ids: Sequence[int],
                       conn: Connection) -> dict[int, list[NameMapping]]:
@@ -660,6 +661,34 @@ class Catalog(CatalogDatabase):
 Lake = Catalog
 """The catalog client's earlier name, kept as an alias (as ``SparkLake.lake`` is kept for
 ``SparkLake.catalog``): a ``Lake`` was easily taken for the whole lake."""
+
+
+def inlined_table_name(table_id: int, schema_version: int) -> str:
+    """The name DuckLake gives the inlined-data table of a table's schema version."""
+    return f"ducklake_inlined_data_{table_id}_{schema_version}"
+
+
+def checked_inlined_table(table_id: Any, table_name: Any,
+                          schema_version: Any) -> InlinedDataTable:
+    """A ``ducklake_inlined_data_tables`` row whose name may go into SQL: table names cannot
+    be bound parameters, and the row may come from anyone who can write the catalog, so the
+    name must be exactly the one DuckLake derives from the row's ids.
+
+    Raises:
+        UnsafeCatalogNameError: naming the row, before any SQL uses it.
+    """
+    try:
+        expected = inlined_table_name(int(table_id), int(schema_version))
+    except (TypeError, ValueError):
+        expected = None
+    if expected is None or table_name != expected:
+        raise UnsafeCatalogNameError(
+            f"the ducklake_inlined_data_tables row (table_id {table_id!r}, schema_version "
+            f"{schema_version!r}) names the table {table_name!r}, not "
+            f"{expected or 'ducklake_inlined_data_<table_id>_<schema_version>'!r} as DuckLake "
+            "does; the name is not put into SQL and nothing was done. Fix or delete that "
+            "catalog row")
+    return InlinedDataTable(int(table_id), expected, int(schema_version))
 
 
 def in_list(values: Sequence[int], prefix: str) -> tuple[str, dict[str, int]]:

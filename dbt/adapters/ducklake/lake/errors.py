@@ -55,6 +55,11 @@ class UnsupportedViewError(DuckLakeError):
     """A view's stored query cannot be run by this engine as its writer meant it."""
 
 
+class UnsafeCatalogNameError(DuckLakeError):
+    """A name from a catalog row that would be put into SQL does not have the exact shape
+    DuckLake gives it: it is not used."""
+
+
 class CommitUnknownError(DuckLakeError):
     """The catalog connection failed during COMMIT and the outcome could not be checked.
 

@@ -19,7 +19,15 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from .catalog import Catalog, as_timestamp, in_list, join_path, normalise_dir, parse_time
+from .catalog import (
+    Catalog,
+    as_timestamp,
+    checked_inlined_table,
+    in_list,
+    join_path,
+    normalise_dir,
+    parse_time,
+)
 from .errors import InvalidArgumentError
 from .options import option, parse_interval
 
@@ -155,9 +163,10 @@ def _expire(lake: Catalog, conn: Connection, snapshot_ids: list[int],
         conn.execute(text(f"DELETE FROM {t('ducklake_delete_file')} WHERE delete_file_id IN "
                           f"({dmarks})"), dparams)
     if purged:
-        inlined = [r[0] for r in conn.execute(text(
-            f"SELECT table_name FROM {t('ducklake_inlined_data_tables')} WHERE table_id IN "
-            f"({tmarks})"), tparams).all()]
+        inlined = [checked_inlined_table(*r).table_name for r in conn.execute(text(
+            f"SELECT table_id, table_name, schema_version FROM "
+            f"{t('ducklake_inlined_data_tables')} WHERE table_id IN ({tmarks})"),
+            tparams).all()]
         inlined += [f"ducklake_inlined_delete_{tid}" for tid in purged]
         for name in ("ducklake_table", "ducklake_table_stats", "ducklake_table_column_stats",
                      "ducklake_partition_info", "ducklake_partition_column", "ducklake_column",
