@@ -14,11 +14,12 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
 
 from . import bootstrap
+from . import paths as lake_paths
 from .connect import CatalogDatabase, CatalogTarget, parse_catalog
 from .errors import (
     CatalogConnectionError,
@@ -44,6 +45,8 @@ from .models import (
     TableStats,
     ViewInfo,
 )
+
+FileRow = TypeVar("FileRow", DataFile, DeleteFile)
 
 
 def visible(alias: str = "") -> str:
@@ -108,6 +111,10 @@ class Catalog(CatalogDatabase):
         self.data_path = data_path
         # The connection-level inlining limit; see :func:`.options.inlining_row_limit`.
         self.data_inlining_row_limit = data_inlining_row_limit
+        # Directories outside the data path whose Parquet files may be *read* (files that
+        # DuckDB's ducklake_add_data_files registered from there). Catalog rows are not
+        # trusted to name them: the caller does. Nothing there is ever written or deleted.
+        self.read_paths: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -121,6 +128,7 @@ class Catalog(CatalogDatabase):
         create: bool = True,
         base_dir: str | None = None,
         override_data_path: bool = False,
+        read_paths: Sequence[str] = (),
     ) -> Catalog:
         """Open the lake in ``catalog``, creating it when the catalog holds none.
 
@@ -133,6 +141,10 @@ class Catalog(CatalogDatabase):
                 ``data_inlining_row_limit`` options take precedence, as in DuckDB.
             create: create a new lake when none exists (otherwise raise).
             base_dir: directory relative paths resolve against (default: cwd).
+            read_paths: directories outside the data path whose Parquet files the lake's
+                catalog may name and that may be read (never written or deleted): files added
+                from there by DuckDB's ``ducklake_add_data_files``. Any other path outside
+                the data path that a catalog row names is refused.
         """
         target = parse_catalog(catalog, base_dir)
         if metadata_schema and target.dialect == "sqlite":
@@ -192,7 +204,35 @@ class Catalog(CatalogDatabase):
                 "override_data_path=True"
             )
         lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
+        lake.allow_reads_from(*read_paths, base_dir=base)
         return lake
+
+    def allow_reads_from(self, *directories: str, base_dir: str | None = None) -> None:
+        """Also read Parquet files the catalog names below these directories (outside the
+        data path: files added by ``ducklake_add_data_files``); never written or deleted."""
+        base = base_dir or os.getcwd()
+        for d in directories:
+            root = normalise_dir(d if is_remote(d) else os.path.abspath(
+                os.path.join(base, os.path.expanduser(d.removeprefix("file://")))))
+            if root not in self.read_paths:
+                self.read_paths += (root,)
+
+    def check_file_path(self, path: str, relative: bool, what: str) -> None:
+        """Refuse a data or delete file path from a catalog row that may point outside the
+        data path (or the ``read_paths``), or at something other than a Parquet file: such
+        rows come from other writers and are not trusted (:mod:`.paths`)."""
+        lake_paths.check_file((self.data_path, *self.read_paths), path, relative, what)
+
+    def checked_files(self, files: list[FileRow]) -> list[FileRow]:
+        """``files`` (data or delete file rows) once each path is checked: every reader
+        takes its files from here (:meth:`check_file_path`)."""
+        for f in files:
+            if isinstance(f, DataFile):
+                what = f"ducklake_data_file {f.data_file_id} (table id {f.table_id})"
+            else:
+                what = f"ducklake_delete_file {f.delete_file_id} (table id {f.table_id})"
+            self.check_file_path(f.path, f.path_is_relative, what)
+        return files
 
     def __enter__(self) -> Catalog:
         return self
@@ -483,7 +523,7 @@ class Catalog(CatalogDatabase):
                  f"{visible()} ORDER BY data_file_id"),
             {"t": table_id, "s": at},
         ).all()
-        return [_data_file(r) for r in rows]
+        return self.checked_files([_data_file(r) for r in rows])
 
     def delete_files(self, table_id: int, at: int, conn: Connection) -> dict[int, DeleteFile]:
         """The delete file visible at ``at`` for each data file id (at most one each)."""
@@ -492,7 +532,7 @@ class Catalog(CatalogDatabase):
                  f"{visible()} ORDER BY delete_file_id"),
             {"t": table_id, "s": at},
         ).all()
-        return {r[4]: _delete_file(r) for r in rows}
+        return {f.data_file_id: f for f in self.checked_files([_delete_file(r) for r in rows])}
 
     def inlined_data_tables(self, table_id: int, conn: Connection) -> list[InlinedDataTable]:
         rows = cast("Sequence[tuple[int, str, int]]", conn.execute(
@@ -652,10 +692,18 @@ class Catalog(CatalogDatabase):
 
     # ------------------------------------------------------------------ paths
     def schema_dir(self, schema: SchemaInfo) -> str:
+        """The schema's directory, refused (:class:`UnsafePathError`) outside the data path."""
+        lake_paths.check_dir(self.data_path, self.data_path, schema.path,
+                             schema.path_is_relative, f"schema {schema.schema_name!r}")
         return join_path(self.data_path, schema.path, schema.path_is_relative)
 
     def table_dir(self, schema: SchemaInfo, table: TableInfo) -> str:
-        return join_path(self.schema_dir(schema), table.path, table.path_is_relative)
+        """The table's directory, where its new files are written: refused
+        (:class:`UnsafePathError`) when its catalog rows put it outside the data path."""
+        base = self.schema_dir(schema)
+        lake_paths.check_dir(self.data_path, base, table.path, table.path_is_relative,
+                             f"table {schema.schema_name}.{table.table_name}")
+        return join_path(base, table.path, table.path_is_relative)
 
 
 Lake = Catalog

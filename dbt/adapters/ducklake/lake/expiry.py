@@ -30,6 +30,7 @@ from .catalog import (
 )
 from .errors import InvalidArgumentError
 from .options import option, parse_interval
+from .paths import scheduled_form
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
 
@@ -203,12 +204,10 @@ def _table_dirs(lake: Catalog, conn: Connection) -> dict[int, str]:
 
 def _schedule(lake: Catalog, conn: Connection, file_id: int, table_dir: str, path: str,
               relative: bool, now: object) -> None:
-    full = join_path(table_dir, path, relative)
-    inside = full.startswith(lake.data_path)
+    stored, inside = scheduled_form(lake.data_path, join_path(table_dir, path, relative))
     conn.execute(text(f"INSERT INTO {lake.t('ducklake_files_scheduled_for_deletion')} VALUES "
                       "(:id, :p, :rel, :t)"),
-                 {"id": file_id, "p": full[len(lake.data_path):] if inside else full,
-                  "rel": inside, "t": now})
+                 {"id": file_id, "p": stored, "rel": inside, "t": now})
 
 
 __all__ = ["ExpireResult", "expire_snapshots"]
