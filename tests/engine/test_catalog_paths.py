@@ -2,7 +2,7 @@
 
 A crafted data, delete or scheduled file path (``../``, an absolute path elsewhere, a path
 through a link that leads out of the data path) is neither read nor deleted: sentinel files
-outside the data path survive every read.
+outside the data path survive every read and every maintenance operation.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from oracle import spark_rows
+from oracle import duck_rows, spark_rows
 from reliability.support import lake_state
 from sqlalchemy import text
 
@@ -75,6 +75,60 @@ def test_crafted_file_paths_are_not_read(spark, lake, tmp_path):  # noqa: ANN001
     assert sorted(spark_rows(table.read())) == [(i,) for i in range(4)]
 
 
+def test_crafted_file_paths_are_never_deleted(spark, lake, duck, tmp_path):  # noqa: ANN001
+    lake.set_option("data_inlining_row_limit", 0)
+    table = lake.create_table("main.t", spark.range(0, 5, 1, 1).selectExpr("id"))
+    data = Path(lake.catalog.data_path)
+    outside = tmp_path / "outside"
+    victims = {name: sentinel_file(outside / f"{name}.parquet")
+               for name in ("absolute", "scheduled", "expired", "linked")}
+    sibling = sentinel_file(Path(str(data).rstrip("/") + "-other") / "x.parquet")
+
+    # a table whose file row points outside is dropped and expired: its file gets scheduled
+    gone = lake.create_table("main.gone", spark.range(0, 2, 1, 1).selectExpr("id"))
+    del gone
+    catalog_write(lake, "UPDATE {m}.ducklake_data_file SET path = :p WHERE table_id = "
+                        "(SELECT MAX(table_id) FROM {m}.ducklake_table)",
+                  p="../../../outside/expired.parquet")
+    lake.drop_table("main.gone")
+    lake.expire_snapshots(older_than=FUTURE)
+
+    # scheduled rows that point outside, at no Parquet file, or through a link
+    (data / "main" / "t" / "notes.txt").write_text("keep")
+    (data / "main" / "t" / "linked").symlink_to(outside, target_is_directory=True)
+    rows = [("../outside/scheduled.parquet", True), (str(victims["absolute"]), False),
+            (str(sibling), False), ("main/t/notes.txt", True),
+            ("main/t/linked/linked.parquet", True), (f"file://{victims['absolute']}", False)]
+    for n, (crafted, relative) in enumerate(rows):
+        catalog_write(lake, "INSERT INTO {m}.ducklake_files_scheduled_for_deletion VALUES "
+                            "(:i, :p, :r, :t)", i=900000 + n, p=crafted, r=relative,
+                      t=lake.catalog.encode_time(LONG_AGO))
+    scheduled = len(catalog_rows(lake, "SELECT * FROM {m}.ducklake_files_scheduled_for_deletion"))
+    dry = lake.cleanup_old_files(cleanup_all=True, dry_run=True)
+    cleaned = lake.cleanup_old_files(cleanup_all=True)
+    assert dry.refused == cleaned.refused == tuple(sorted(str(p) for p in (
+        victims["scheduled"], victims["absolute"], victims["expired"], sibling,
+        data / "main" / "t" / "notes.txt", data / "main" / "t" / "linked" / "linked.parquet")))
+    assert not cleaned.paths
+    # refused rows stay in the catalog, for whoever checks them
+    assert len(catalog_rows(
+        lake, "SELECT * FROM {m}.ducklake_files_scheduled_for_deletion")) == scheduled
+
+    # orphans: the link to a directory outside is not followed, a file link not deleted
+    (data / "main" / "t" / "_ducklake_staging_x").symlink_to(outside, target_is_directory=True)
+    (data / "main" / "t" / "ducklake-link.parquet").symlink_to(victims["linked"])
+    orphans = lake.delete_orphaned_files(older_than=FUTURE)
+    assert not any(str(outside) in p for p in orphans.paths), orphans.paths
+    assert (data / "main" / "t" / "ducklake-link.parquet").is_symlink()
+    lake.checkpoint()  # every maintenance step together
+
+    for victim in [*victims.values(), sibling]:
+        assert pq.read_table(str(victim)).to_pylist() == [{"id": -1}], victim
+    assert (data / "main" / "t" / "notes.txt").read_text() == "keep"
+    assert sorted(spark_rows(table.read())) == [(i,) for i in range(5)]
+    assert duck_rows(duck, "SELECT id FROM lake.t ORDER BY id") == [(i,) for i in range(5)]
+
+
 def test_a_crafted_table_directory_is_never_written_into(spark, lake, tmp_path):  # noqa: ANN001
     lake.set_option("data_inlining_row_limit", 0)
     table = lake.create_table("main.t", spark.range(3).selectExpr("id"))
@@ -99,3 +153,8 @@ def test_files_added_from_outside_are_read_once_their_directory_is_allowed(  # n
         spark_rows(lake.table("main.added").read())
     lake.catalog.allow_reads_from(str(folder))
     assert sorted(spark_rows(lake.table("main.added").read())) == [(7,), (8,)]
+    # allowed for reading, never for deleting
+    lake.drop_table("main.added")
+    lake.expire_snapshots(older_than=FUTURE)
+    assert lake.cleanup_old_files(cleanup_all=True).refused == (str(folder / "f.parquet"),)
+    assert (folder / "f.parquet").exists()

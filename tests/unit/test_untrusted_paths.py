@@ -7,6 +7,7 @@ import pytest
 
 from dbt.adapters.ducklake.lake.catalog import checked_inlined_table
 from dbt.adapters.ducklake.lake.errors import UnsafeCatalogNameError, UnsafePathError
+from dbt.adapters.ducklake.lake.files import delete_refusal, list_files, remove_inside
 from dbt.adapters.ducklake.lake.paths import (
     check_dir,
     check_file,
@@ -100,3 +101,27 @@ def test_inlined_table_names_must_be_exactly_duckdbs(name: str) -> None:
         checked_inlined_table(1, name, 2)
     with pytest.raises(UnsafeCatalogNameError):
         checked_inlined_table("1; --", "ducklake_inlined_data_1_2", 2)
+
+
+def test_deletion_never_goes_through_links_or_out_of_the_data_path(tmp_path) -> None:  # noqa: ANN001
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    (data / "main").mkdir(parents=True)
+    outside.mkdir()
+    victim = outside / "victim.parquet"
+    victim.write_text("keep")
+    (data / "main" / "link").symlink_to(outside, target_is_directory=True)
+    (data / "main" / "file-link.parquet").symlink_to(victim)
+    root = str(data) + "/"
+    assert "symbolic link" in str(delete_refusal(root, str(data / "main/link/victim.parquet")))
+    assert "symbolic link" in str(delete_refusal(root, str(data / "main/file-link.parquet")))
+    assert remove_inside(root, str(data / "main/link/victim.parquet")) is not None
+    assert remove_inside(root, str(data / "main/file-link.parquet")) is not None
+    assert remove_inside(root, str(data / "main/link/../../outside/victim.parquet")) \
+        is not None
+    assert victim.read_text() == "keep" and (data / "main" / "file-link.parquet").is_symlink()
+    # the listing neither follows the directory link nor lists the file link
+    assert list_files(root) == []
+    ours = data / "main" / "ducklake-x.parquet"
+    ours.write_text("x")
+    assert [p for p, _ in list_files(root)] == [str(ours)]
+    assert remove_inside(root, str(ours)) is None and not ours.exists()
