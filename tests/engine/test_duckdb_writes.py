@@ -432,6 +432,7 @@ def test_added_parquet_file_is_read_by_name(duck, lake, lake_target, tmp_path): 
         "id": pa.array(range(12), pa.int64()),
     })
     pq.write_table(table, str(path))
+    lake.catalog.allow_reads_from(str(path.parent))  # a file added from outside the data path
     versions = [run(duck, "CREATE TABLE lake.af (id BIGINT, name VARCHAR, tags VARCHAR[], "
                           "st STRUCT(a INTEGER, b VARCHAR))")]
     versions.append(run(duck, "INSERT INTO lake.af VALUES (100, 'x', ['y'], {'a': 1, 'b': 'c'})"))
@@ -460,6 +461,7 @@ def test_added_file_with_mapping_id_zero(duck, lake, tmp_path):  # noqa: ANN001
     path.parent.mkdir()
     pq.write_table(pa.table({"label": ["a", None, "c", "d", "e"],
                              "id": pa.array(range(5), pa.int64())}), str(path))
+    lake.catalog.allow_reads_from(str(path.parent))
     v_create = run(duck, "CREATE TABLE lake.az (id BIGINT, label VARCHAR)")
     v_add = run(duck, f"CALL ducklake_add_data_files('lake', 'az', '{path}')")
     assert catalog(lake, "SELECT mapping_id FROM {ducklake_data_file}") == 0

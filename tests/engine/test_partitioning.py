@@ -176,6 +176,7 @@ def test_files_added_by_add_data_files_with_hive_partition(lake, duck, tmp_path)
     folder = tmp_path / "ext" / "region=eu"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), folder / "f.parquet")
+    lake.catalog.allow_reads_from(str(folder))  # outside the data path
     try:
         duck.execute(f"CALL ducklake_add_data_files('lake', 't', '{folder}/f.parquet', "
                      "hive_partitioning => true)")

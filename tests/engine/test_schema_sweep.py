@@ -195,6 +195,7 @@ class Sweep:
         path.parent.mkdir(exist_ok=True)
         self.files += 1
         pq.write_table(self.arrow(n), str(path))
+        self.lake.catalog.allow_reads_from(str(path.parent))  # outside the data path
         self.duckdb(f"CALL ducklake_add_data_files('lake', 't', '{path}')")
 
     def reattach(self) -> None:

@@ -10,6 +10,7 @@ Grants (the guide's, for a lake whose catalog tables live in one metadata schema
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -127,3 +128,56 @@ def test_reader_and_writer_roles(spark, lake, lake_target, tmp_path):  # noqa: A
             for role in (reader, writer):
                 admin.execute(f'DROP OWNED BY "{role}" CASCADE')
                 admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@pytest.mark.parametrize("lake_target", ["postgres"], indirect=True)
+def test_a_reader_role_deletes_no_file_in_cleanup(spark, lake, lake_target):  # noqa: ANN001
+    """Cleanup removes files only after a catalog write succeeded: a role that may only read
+    the catalog gets a clear error and every file stays (scheduled ones and orphans)."""
+    import datetime as dt
+
+    import psycopg
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.ducklake.lake.cleanup import cleanup_old_files, delete_orphaned_files
+    from dbt.adapters.ducklake.lake.errors import CommitFailedError
+
+    lake.set_option("data_inlining_row_limit", 0)
+    table = lake.create_table("main.t", spark.range(0, 10, 1, 1).selectExpr("id"))
+    table.append(spark.range(10, 20, 1, 1).selectExpr("id"))
+    assert lake.merge_adjacent_files().summary()  # its sources are scheduled for deletion
+    state = table.state(contents=False)
+    orphan = f"{state.table_dir}ducklake-orphan.parquet"
+    pq.write_table(pa.table({"x": [1]}), orphan)
+    old = (dt.datetime.now() - dt.timedelta(days=3)).timestamp()
+    os.utime(orphan, (old, old))
+    schema = lake_target.metadata_schema
+    reader = f"ducklake_cleaner_{uuid.uuid4().hex[:8]}"
+    admin_info = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
+    with psycopg.connect(admin_info, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{reader}" LOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{reader}"')
+        admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{reader}"')
+    as_reader = Catalog.open(f"postgres:dbname={PG_DB} host={PG_HOST} port={PG_PORT} "
+                             f"user={reader}",
+                             metadata_schema=schema)
+    try:
+        before, files = lake_state(lake.catalog), files_on_disk(lake_target.data_path)
+        listed = cleanup_old_files(as_reader, cleanup_all=True, dry_run=True)
+        assert listed.paths and delete_orphaned_files(as_reader, dry_run=True).paths
+        for cleanup in (lambda: cleanup_old_files(as_reader, cleanup_all=True),
+                        lambda: delete_orphaned_files(as_reader)):
+            with pytest.raises(CommitFailedError, match="permission denied.*nothing was deleted"):
+                cleanup()
+        assert files_on_disk(lake_target.data_path) == files
+        assert lake_state(lake.catalog) == before
+        # the writer's cleanup deletes what the reader's dry run listed
+        assert lake.cleanup_old_files(cleanup_all=True).paths == listed.paths
+        assert lake.delete_orphaned_files().paths == (orphan,)
+        assert not any(os.path.exists(p) for p in (*listed.paths, orphan))
+    finally:
+        as_reader.close()
+        with psycopg.connect(admin_info, autocommit=True) as admin:
+            admin.execute(f'DROP OWNED BY "{reader}" CASCADE')
+            admin.execute(f'DROP ROLE IF EXISTS "{reader}"')

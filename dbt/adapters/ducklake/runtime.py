@@ -10,6 +10,7 @@ import getpass
 import logging
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -139,16 +140,22 @@ def check_java() -> None:
 
 
 def check_data_path(data_path: str) -> None:
-    """The data path must exist (or be creatable) and accept new files."""
+    """The data path must exist (or be creatable) and accept new files.
+
+    The probe file gets an unpredictable name and is created exclusively (``mkstemp``:
+    ``O_CREAT | O_EXCL``, which never follows a symbolic link), so a link planted under
+    the data path cannot make the check write or remove a file elsewhere."""
     if "://" in data_path and not data_path.startswith("file:"):
         return  # object stores are checked by the first write
     path = data_path.removeprefix("file:")
     try:
         os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".ducklake-write-check-{os.getpid()}")
-        with open(probe, "w") as handle:
-            handle.write("ok")
-        os.remove(probe)
+        handle, probe = tempfile.mkstemp(prefix=".ducklake-write-check-", dir=path)
+        try:
+            os.write(handle, b"ok")
+        finally:
+            os.close(handle)
+            os.unlink(probe)
     except OSError as exc:
         raise DbtRuntimeError(
             f"the data path {data_path} is not writable ({exc.strerror or exc}); fix its "

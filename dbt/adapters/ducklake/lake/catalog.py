@@ -14,11 +14,12 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, text
 
 from . import bootstrap
+from . import paths as lake_paths
 from .connect import CatalogDatabase, CatalogTarget, parse_catalog
 from .errors import (
     CatalogConnectionError,
@@ -26,6 +27,7 @@ from .errors import (
     InvalidArgumentError,
     NotFoundError,
     SnapshotNotFoundError,
+    UnsafeCatalogNameError,
 )
 from .models import (
     SPARK_SQL_TAG,
@@ -43,6 +45,8 @@ from .models import (
     TableStats,
     ViewInfo,
 )
+
+FileRow = TypeVar("FileRow", DataFile, DeleteFile)
 
 
 def visible(alias: str = "") -> str:
@@ -107,6 +111,10 @@ class Catalog(CatalogDatabase):
         self.data_path = data_path
         # The connection-level inlining limit; see :func:`.options.inlining_row_limit`.
         self.data_inlining_row_limit = data_inlining_row_limit
+        # Directories outside the data path whose Parquet files may be *read* (files that
+        # DuckDB's ducklake_add_data_files registered from there). Catalog rows are not
+        # trusted to name them: the caller does. Nothing there is ever written or deleted.
+        self.read_paths: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -121,6 +129,7 @@ class Catalog(CatalogDatabase):
         base_dir: str | None = None,
         override_data_path: bool = False,
         password: str | None = None,
+        read_paths: Sequence[str] = (),
     ) -> Catalog:
         """Open the lake in ``catalog``, creating it when the catalog holds none.
 
@@ -135,6 +144,10 @@ class Catalog(CatalogDatabase):
             base_dir: directory relative paths resolve against (default: cwd).
             password: the PostgreSQL password, when the catalog string holds none (it is
                 never printed; libpq's ``PGPASSWORD`` and ``~/.pgpass`` work too).
+            read_paths: directories outside the data path whose Parquet files the lake's
+                catalog may name and that may be read (never written or deleted): files added
+                from there by DuckDB's ``ducklake_add_data_files``. Any other path outside
+                the data path that a catalog row names is refused.
         """
         target = parse_catalog(catalog, base_dir, password)
         if metadata_schema and target.dialect == "sqlite":
@@ -194,7 +207,35 @@ class Catalog(CatalogDatabase):
                 "override_data_path=True"
             )
         lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
+        lake.allow_reads_from(*read_paths, base_dir=base)
         return lake
+
+    def allow_reads_from(self, *directories: str, base_dir: str | None = None) -> None:
+        """Also read Parquet files the catalog names below these directories (outside the
+        data path: files added by ``ducklake_add_data_files``); never written or deleted."""
+        base = base_dir or os.getcwd()
+        for d in directories:
+            root = normalise_dir(d if is_remote(d) else os.path.abspath(
+                os.path.join(base, os.path.expanduser(d.removeprefix("file://")))))
+            if root not in self.read_paths:
+                self.read_paths += (root,)
+
+    def check_file_path(self, path: str, relative: bool, what: str) -> None:
+        """Refuse a data or delete file path from a catalog row that may point outside the
+        data path (or the ``read_paths``), or at something other than a Parquet file: such
+        rows come from other writers and are not trusted (:mod:`.paths`)."""
+        lake_paths.check_file((self.data_path, *self.read_paths), path, relative, what)
+
+    def checked_files(self, files: list[FileRow]) -> list[FileRow]:
+        """``files`` (data or delete file rows) once each path is checked: every reader
+        takes its files from here (:meth:`check_file_path`)."""
+        for f in files:
+            if isinstance(f, DataFile):
+                what = f"ducklake_data_file {f.data_file_id} (table id {f.table_id})"
+            else:
+                what = f"ducklake_delete_file {f.delete_file_id} (table id {f.table_id})"
+            self.check_file_path(f.path, f.path_is_relative, what)
+        return files
 
     def __enter__(self) -> Catalog:
         return self
@@ -485,7 +526,7 @@ class Catalog(CatalogDatabase):
                  f"{visible()} ORDER BY data_file_id"),
             {"t": table_id, "s": at},
         ).all()
-        return [_data_file(r) for r in rows]
+        return self.checked_files([_data_file(r) for r in rows])
 
     def delete_files(self, table_id: int, at: int, conn: Connection) -> dict[int, DeleteFile]:
         """The delete file visible at ``at`` for each data file id (at most one each)."""
@@ -494,7 +535,7 @@ class Catalog(CatalogDatabase):
                  f"{visible()} ORDER BY delete_file_id"),
             {"t": table_id, "s": at},
         ).all()
-        return {r[4]: _delete_file(r) for r in rows}
+        return {f.data_file_id: f for f in self.checked_files([_delete_file(r) for r in rows])}
 
     def inlined_data_tables(self, table_id: int, conn: Connection) -> list[InlinedDataTable]:
         rows = cast("Sequence[tuple[int, str, int]]", conn.execute(
@@ -503,7 +544,7 @@ class Catalog(CatalogDatabase):
                  "ORDER BY schema_version"),
             {"t": table_id},
         ).all())
-        return [InlinedDataTable(int(a), b, int(c)) for a, b, c in rows]
+        return [checked_inlined_table(a, b, c) for a, b, c in rows]
 
     def name_mappings(self, mapping_ids: Sequence[int],
                       conn: Connection) -> dict[int, list[NameMapping]]:
@@ -654,15 +695,51 @@ class Catalog(CatalogDatabase):
 
     # ------------------------------------------------------------------ paths
     def schema_dir(self, schema: SchemaInfo) -> str:
+        """The schema's directory, refused (:class:`UnsafePathError`) outside the data path."""
+        lake_paths.check_dir(self.data_path, self.data_path, schema.path,
+                             schema.path_is_relative, f"schema {schema.schema_name!r}")
         return join_path(self.data_path, schema.path, schema.path_is_relative)
 
     def table_dir(self, schema: SchemaInfo, table: TableInfo) -> str:
-        return join_path(self.schema_dir(schema), table.path, table.path_is_relative)
+        """The table's directory, where its new files are written: refused
+        (:class:`UnsafePathError`) when its catalog rows put it outside the data path."""
+        base = self.schema_dir(schema)
+        lake_paths.check_dir(self.data_path, base, table.path, table.path_is_relative,
+                             f"table {schema.schema_name}.{table.table_name}")
+        return join_path(base, table.path, table.path_is_relative)
 
 
 Lake = Catalog
 """The catalog client's earlier name, kept as an alias (as ``SparkLake.lake`` is kept for
 ``SparkLake.catalog``): a ``Lake`` was easily taken for the whole lake."""
+
+
+def inlined_table_name(table_id: int, schema_version: int) -> str:
+    """The name DuckLake gives the inlined-data table of a table's schema version."""
+    return f"ducklake_inlined_data_{table_id}_{schema_version}"
+
+
+def checked_inlined_table(table_id: Any, table_name: Any,
+                          schema_version: Any) -> InlinedDataTable:
+    """A ``ducklake_inlined_data_tables`` row whose name may go into SQL: table names cannot
+    be bound parameters, and the row may come from anyone who can write the catalog, so the
+    name must be exactly the one DuckLake derives from the row's ids.
+
+    Raises:
+        UnsafeCatalogNameError: naming the row, before any SQL uses it.
+    """
+    try:
+        expected = inlined_table_name(int(table_id), int(schema_version))
+    except (TypeError, ValueError):
+        expected = None
+    if expected is None or table_name != expected:
+        raise UnsafeCatalogNameError(
+            f"the ducklake_inlined_data_tables row (table_id {table_id!r}, schema_version "
+            f"{schema_version!r}) names the table {table_name!r}, not "
+            f"{expected or 'ducklake_inlined_data_<table_id>_<schema_version>'!r} as DuckLake "
+            "does; the name is not put into SQL and nothing was done. Fix or delete that "
+            "catalog row")
+    return InlinedDataTable(int(table_id), expected, int(schema_version))
 
 
 def in_list(values: Sequence[int], prefix: str) -> tuple[str, dict[str, int]]:

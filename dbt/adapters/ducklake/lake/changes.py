@@ -81,7 +81,7 @@ def insertion_files(lake: Catalog, table_id: int, span: ChangeRange,
              "AND begin_snapshot <= :e AND (begin_snapshot >= :s OR "
              "(partial_max IS NOT NULL AND partial_max >= :s)) ORDER BY data_file_id"),
         {"t": table_id, "s": span.start, "e": span.end}).all()
-    return [_data_file(r) for r in rows]
+    return lake.checked_files([_data_file(r) for r in rows])
 
 
 # ---------------------------------------------------------------------------------- deletions
@@ -103,12 +103,12 @@ class DeletionScan:
 def deletion_scans(lake: Catalog, table_id: int, span: ChangeRange,
                    conn: Connection) -> list[DeletionScan]:
     """Every deletion source of the table's Parquet rows for ``span``."""
-    data = {f.data_file_id: f for f in (_data_file(r) for r in conn.execute(
+    data = {f.data_file_id: f for f in lake.checked_files([_data_file(r) for r in conn.execute(
         text(f"SELECT * FROM {lake.t('ducklake_data_file')} WHERE table_id = :t"),
-        {"t": table_id}).all())}
-    deletes = [_delete_file(r) for r in conn.execute(
+        {"t": table_id}).all()])}
+    deletes = lake.checked_files([_delete_file(r) for r in conn.execute(
         text(f"SELECT * FROM {lake.t('ducklake_delete_file')} WHERE table_id = :t "
-             "ORDER BY delete_file_id"), {"t": table_id}).all()]
+             "ORDER BY delete_file_id"), {"t": table_id}).all()])
     inlined = _inlined_file_deletes(lake, table_id, span, conn)
 
     def previous(data_file_id: int, before: int) -> DeleteFile | None:

@@ -251,7 +251,7 @@ class Transaction:
                 raise
             except DBAPIError as exc:
                 self.discard_files()
-                if _permission_denied(exc):
+                if permission_denied(exc):
                     raise CommitFailedError(
                         f"the catalog refused the write: {first_line(exc)}. This role may read "
                         "the lake but not write to it (see README, Access control); nothing "
@@ -522,7 +522,8 @@ def _fingerprint_found(lake: Catalog, conn: Connection, snapshot: Snapshot) -> b
         snapshot.commit_message, snapshot.commit_extra_info)
 
 
-def _permission_denied(exc: BaseException) -> bool:
+def permission_denied(exc: BaseException) -> bool:
+    """Whether a catalog error says this role (or a read-only SQLite file) may not write."""
     msg = str(exc).lower()
     return "permission denied" in msg or "insufficient privilege" in msg or \
         "attempt to write a readonly database" in msg

@@ -21,6 +21,7 @@ from .errors import NotFoundError
 from .inlining import rows as inlined_data
 from .models import DeleteFile, TableRef
 from .options import inlining_row_limit
+from .paths import scheduled_form
 from .tables import DELETES
 
 FILE_PATH_FIELD_ID = 2147483646
@@ -171,10 +172,8 @@ def _write_delete_file(
 def schedule_for_deletion(ctx: CommitContext, file_id: int, table_dir: str, path: str,
                           path_is_relative: bool) -> None:
     """Queue a file for ``cleanup_old_files``; paths are stored relative to the data path."""
-    full = join_path(table_dir, path, path_is_relative)
-    data_path = ctx.lake.data_path
-    relative = full.startswith(data_path)
-    stored = full[len(data_path):] if relative else full
+    stored, relative = scheduled_form(ctx.lake.data_path,
+                                      join_path(table_dir, path, path_is_relative))
     ctx.exec(f"INSERT INTO {ctx.t('ducklake_files_scheduled_for_deletion')} VALUES "
              "(:id, :p, :rel, :t)",
              {"id": file_id, "p": stored, "rel": relative, "t": ctx.lake.encode_time(ctx.now)})

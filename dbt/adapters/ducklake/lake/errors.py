@@ -73,6 +73,16 @@ class UnsupportedViewError(DuckLakeError):
     """A view's stored query cannot be run by this engine as its writer meant it."""
 
 
+class UnsafePathError(DuckLakeError):
+    """A file or directory path from a catalog row points outside the lake's data path (or
+    at something that is not a Parquet file): it is neither read, written nor deleted."""
+
+
+class UnsafeCatalogNameError(DuckLakeError):
+    """A name from a catalog row that would be put into SQL does not have the exact shape
+    DuckLake gives it: it is not used."""
+
+
 class CommitUnknownError(DuckLakeError):
     """The catalog connection failed during COMMIT and the outcome could not be checked.
 

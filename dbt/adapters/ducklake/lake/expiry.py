@@ -19,9 +19,18 @@ from typing import cast
 
 from sqlalchemy import Connection, text
 
-from .catalog import Catalog, as_timestamp, in_list, join_path, normalise_dir, parse_time
+from .catalog import (
+    Catalog,
+    as_timestamp,
+    checked_inlined_table,
+    in_list,
+    join_path,
+    normalise_dir,
+    parse_time,
+)
 from .errors import InvalidArgumentError
 from .options import option, parse_interval
+from .paths import scheduled_form
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
 
@@ -155,9 +164,10 @@ def _expire(lake: Catalog, conn: Connection, snapshot_ids: list[int],
         conn.execute(text(f"DELETE FROM {t('ducklake_delete_file')} WHERE delete_file_id IN "
                           f"({dmarks})"), dparams)
     if purged:
-        inlined = [r[0] for r in conn.execute(text(
-            f"SELECT table_name FROM {t('ducklake_inlined_data_tables')} WHERE table_id IN "
-            f"({tmarks})"), tparams).all()]
+        inlined = [checked_inlined_table(*r).table_name for r in conn.execute(text(
+            f"SELECT table_id, table_name, schema_version FROM "
+            f"{t('ducklake_inlined_data_tables')} WHERE table_id IN ({tmarks})"),
+            tparams).all()]
         inlined += [f"ducklake_inlined_delete_{tid}" for tid in purged]
         for name in ("ducklake_table", "ducklake_table_stats", "ducklake_table_column_stats",
                      "ducklake_partition_info", "ducklake_partition_column", "ducklake_column",
@@ -194,12 +204,10 @@ def _table_dirs(lake: Catalog, conn: Connection) -> dict[int, str]:
 
 def _schedule(lake: Catalog, conn: Connection, file_id: int, table_dir: str, path: str,
               relative: bool, now: object) -> None:
-    full = join_path(table_dir, path, relative)
-    inside = full.startswith(lake.data_path)
+    stored, inside = scheduled_form(lake.data_path, join_path(table_dir, path, relative))
     conn.execute(text(f"INSERT INTO {lake.t('ducklake_files_scheduled_for_deletion')} VALUES "
                       "(:id, :p, :rel, :t)"),
-                 {"id": file_id, "p": full[len(lake.data_path):] if inside else full,
-                  "rel": inside, "t": now})
+                 {"id": file_id, "p": stored, "rel": inside, "t": now})
 
 
 __all__ = ["ExpireResult", "expire_snapshots"]

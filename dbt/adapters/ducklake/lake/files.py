@@ -7,6 +7,7 @@ snapshot ids are known only at commit time, and to remove files of failed commit
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from datetime import datetime, timezone
 
@@ -15,6 +16,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import DataFileError
+from .paths import outside_reason
 
 # A write stages its files in a directory named with this mark, beside the table's directory,
 # and renames them out of it before the commit; orphan cleanup removes old ones whole.
@@ -98,7 +100,13 @@ def read_table(path: str, columns: list[str] | None = None) -> pa.Table:
 
 def list_files(path: str) -> list[tuple[str, datetime | None]]:
     """All files below a directory with their modification times, as full paths (empty when
-    the directory does not exist). Orphan cleanup needs the times to spare young files."""
+    the directory does not exist). Orphan cleanup needs the times to spare young files.
+
+    Locally, symbolic links are not followed (pyarrow's recursive listing follows links to
+    directories, which leads out of the data path) and are not listed: orphan cleanup must
+    neither delete through a link nor delete a link someone placed there."""
+    if is_local(path):
+        return _list_local(strip_scheme(path))
     fs, inner = filesystem(path)
     selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)
     stripped = strip_scheme(path)
@@ -112,6 +120,60 @@ def list_files(path: str) -> list[tuple[str, datetime | None]]:
             mtime = mtime.replace(tzinfo=timezone.utc)
         out.append((prefix + info.path, mtime))
     return out
+
+
+def _list_local(root: str) -> list[tuple[str, datetime | None]]:
+    """Regular files below ``root``, without following or listing symbolic links."""
+    out: list[tuple[str, datetime | None]] = []
+    if os.path.islink(root.rstrip("/")) or not os.path.isdir(root):
+        return out  # a data path that is itself a link is listed by its target's owner
+    for directory, _, names in os.walk(root, followlinks=False):
+        for name in names:
+            full = os.path.join(directory, name)
+            try:
+                info = os.lstat(full)
+            except OSError:
+                continue  # removed meanwhile
+            if stat.S_ISREG(info.st_mode):
+                out.append((full, datetime.fromtimestamp(info.st_mtime, timezone.utc)))
+    return out
+
+
+def delete_refusal(root: str, path: str, parquet: bool = True) -> str | None:
+    """Why cleanup may not delete ``path`` (None: it may). It must lie strictly below the
+    data path ``root`` (:func:`.paths.outside_reason`) and, with ``parquet``, be a
+    ``.parquet`` file; locally it must also be no symbolic link, and no link on the way may
+    lead out of ``root``: the catalog and the data path's contents are not trusted here."""
+    reason = outside_reason([root], path, parquet)
+    if reason is not None or not is_local(path):
+        return reason
+    local = strip_scheme(path)
+    real_root = os.path.realpath(strip_scheme(root))
+    parent = os.path.realpath(os.path.dirname(local))
+    if os.path.commonpath([real_root, parent]) != real_root:
+        return "lies behind a symbolic link that leads out of the data path"
+    if os.path.islink(local):
+        return "is a symbolic link"
+    return None
+
+
+def remove_inside(root: str, path: str, parquet: bool = True) -> str | None:
+    """Delete the file ``path`` if :func:`delete_refusal` allows it; returns the refusal
+    (None: deleted, or already gone). Locally the file is removed through its resolved
+    directory, the one that was checked, and a link is never followed."""
+    reason = delete_refusal(root, path, parquet)
+    if reason is not None:
+        return reason
+    if not is_local(path):
+        remove_file(path)
+        return None
+    local = strip_scheme(path)
+    try:
+        os.unlink(os.path.join(os.path.realpath(os.path.dirname(local)),
+                               os.path.basename(local)))
+    except OSError:
+        pass  # gone already, or not ours to remove: the next cleanup tries again
+    return None
 
 
 def first_row(path: str, columns: list[str]) -> dict[str, object]:

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, text
 
-from ..catalog import Catalog, visible
+from ..catalog import Catalog, checked_inlined_table, inlined_table_name, visible
 from ..commit import CommitContext, quote_name
 from ..models import ColumnInfo, FileColumnStats, InlinedDataTable
 from ..options import inlining_row_limit
@@ -40,10 +40,6 @@ def can_inline(columns: Sequence[ColumnInfo], dialect: str) -> bool:
             if node.column_type in ("geometry", "variant"):
                 return False
     return True
-
-
-def inlined_table_name(table_id: int, schema_version: int) -> str:
-    return f"ducklake_inlined_data_{table_id}_{schema_version}"
 
 
 def create_inlined_table(ctx: CommitContext, table_id: int) -> InlinedDataTable | None:
@@ -180,11 +176,14 @@ def drop_empty_superseded_tables(lake: Catalog) -> list[str]:
     registry = lake.t("ducklake_inlined_data_tables")
     dropped: list[str] = []
     with lake.write() as conn:
-        candidates = cast("Sequence[tuple[int, int, str]]", conn.execute(text(
+        rows = cast("Sequence[tuple[int, int, str]]", conn.execute(text(
             f"SELECT d.table_id, d.schema_version, d.table_name FROM {registry} d WHERE "
             f"d.schema_version < (SELECT MAX(d2.schema_version) FROM {registry} d2 "
             "WHERE d2.table_id = d.table_id)")).all())
-        for table_id, schema_version, name in candidates:
+        # every name is checked before any of them goes into SQL
+        candidates = [checked_inlined_table(t, n, v) for t, v, n in rows]
+        for table_id, name, schema_version in (
+                (c.table_id, c.table_name, c.schema_version) for c in candidates):
             if conn.execute(text(f"SELECT COUNT(*) FROM {lake.t(name)}")).scalar():
                 continue
             conn.execute(text(f"DELETE FROM {registry} WHERE table_id = :t AND "
