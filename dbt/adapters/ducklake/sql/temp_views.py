@@ -37,7 +37,7 @@ from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
-from ..spark.expressions import java_class
+from ..spark.expressions import java_class, split_identifier
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
 from .plans import seq
@@ -164,27 +164,6 @@ def message_parameter(exc: Exception, key: str) -> str | None:
     except Exception:  # noqa: BLE001 - not a SparkThrowable
         return None
     return None if value is None else str(value)
-
-
-def split_identifier(text: str) -> list[str]:
-    """Spark's multipart identifier text (`` `a.b`.`c` `` or ``a.b``) into its parts."""
-    parts, current, quoted, i = [], [], False, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "`":
-            if quoted and i + 1 < len(text) and text[i + 1] == "`":
-                current.append("`")
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    return parts
 
 
 @dataclass(frozen=True)
