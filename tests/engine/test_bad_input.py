@@ -159,3 +159,26 @@ def test_a_column_named_with_a_backtick_is_written_and_read(spark, lake, duck): 
     assert ours[:6] == [(0, "0", 0), (1, "updated", 10), (2, "2", -1), (4, "merged", 4),
                         (5, "set", 55), (6, "6", 60)]
     assert ours[-1] == (99, "new", 99) and len(ours) == 40
+
+
+@pytest.mark.parametrize("escaped_literals", ["false", "true"])
+def test_bound_values_are_themselves_whatever_the_parser_settings(spark, lake,
+                                                                  escaped_literals):  # noqa: ANN001
+    """dbt's ``%s`` bindings are inlined without backslash escapes, whose meaning
+    ``spark.sql.parser.escapedStringLiterals`` turns on and off."""
+    from dbt.adapters.ducklake.connections import _bind
+    from dbt.adapters.ducklake.sql.engine import Engine
+    from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+    values = ["it's", "back\\slash", "\\'; DROP TABLE x; --", "tab\tnew\nline", "plain"]
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("CREATE TABLE main.b (i INT, v STRING)")
+    spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped_literals)
+    try:
+        for i, value in enumerate(values):
+            engine.execute(_bind("INSERT INTO main.b VALUES (%s, %s)", [i, value]))
+        assert engine.execute(_bind("SELECT %s AS v", [values[2]])).df.first()[0] == values[2]
+    finally:
+        spark.conf.unset("spark.sql.parser.escapedStringLiterals")
+    rows = engine.execute("SELECT i, v FROM main.b ORDER BY i").df.collect()
+    assert [r.v for r in rows] == values
