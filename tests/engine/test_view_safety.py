@@ -173,3 +173,31 @@ def test_a_verdict_is_cached_per_text(spark):  # noqa: ANN001
     first = view_guard.statement_verdict(spark, "s.c", statement)
     assert first.refusal is not None and "reflect" in first.refusal
     assert view_guard.statement_verdict(spark, "s.c", statement) is first
+
+
+@pytest.mark.parametrize("body, construct", [
+    ("SELECT * FROM csv.`/etc`", "files by path"),
+    ("SELECT * FROM `org.apache.spark.sql.execution.datasources.v2.text.TextDataSourceV2`"
+     ".`/etc/hostname`", "files by path"),
+    ("SELECT * FROM spark_catalog.default.t", "not a table or view of the lake"),
+    ("SELECT from_protobuf(x, 'M', '/etc/passwd') FROM `s.t`", "from_protobuf"),
+    ("SELECT try_reflect('java.lang.Runtime', 'getRuntime') AS r", "try_reflect"),
+    ("SELECT session.my_udf(1) AS x", "session.my_udf"),
+    ("SELECT my_udf(1) AS x", "not a built-in function"),
+    ("SELECT * FROM sql_keywords()", "sql_keywords"),
+    ("SELECT * FROM `s.t` LATERAL VIEW java_method('a', 'b') g AS x", "java_method"),
+    ("SELECT (SELECT reflect('a', 'b')) AS x", "reflect"),
+    ("SELECT TRANSFORM(*) USING 'cat' FROM `s.t`", "TRANSFORM"),
+])
+def test_verdicts_name_the_construct(spark, body, construct):  # noqa: ANN001
+    statement = f"CREATE OR REPLACE TEMP VIEW `s.v` AS {body}"
+    verdict = view_guard.statement_verdict(spark, "s.v", statement)
+    assert verdict.refusal is not None and construct.lower() in verdict.refusal.lower(), \
+        verdict
+
+
+def test_only_a_temp_view_over_a_query_is_checked_as_one(spark):  # noqa: ANN001
+    for statement in ("DROP TABLE x", "SET spark.sql.runSQLOnFiles=true",
+                      "CREATE OR REPLACE GLOBAL TEMP VIEW v AS SELECT 1"):
+        verdict = view_guard.statement_verdict(spark, "s.v", statement)
+        assert verdict.refusal is not None and "not a query" in verdict.refusal, verdict

@@ -56,6 +56,11 @@ _REFUSED_PLANS = {
 # subquery expressions: their plans are walked as plans
 _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"})
 
+# expressions that are leaves by their class: their children are not asked for (a call into
+# the JVM saved for most of a query's nodes)
+_LEAVES = frozenset({"UnresolvedAttribute", "Literal", "UnresolvedStar",
+                     "UnresolvedNamedLambdaVariable", "UnresolvedOrdinal"})
+
 _REFUSED_EXPRESSIONS = {
     "ExpressionWithUnresolvedIdentifier": "uses IDENTIFIER(<expression>) as a function name",
     "FunctionTableSubqueryArgumentExpression": "passes a TABLE argument to a table function",
@@ -222,6 +227,8 @@ class _Walk:
         while stack:
             node = stack.pop()
             kind = node.nodeName()
+            if kind in _LEAVES:
+                continue
             if kind in _SUBQUERIES:
                 found += 1
                 self.plan(node.plan(), ctes)
