@@ -126,3 +126,59 @@ def test_corrupt_data_file_is_named(spark, lake, lake_target):  # noqa: ANN001
     # The size is right, so the read starts; Spark's failure names the file it could not read
     with pytest.raises(Exception, match="FAILED_READ_FILE.*" + os.path.basename(data_file)):
         table.read().collect()
+
+
+def test_a_column_named_with_a_backtick_is_written_and_read(spark, lake, duck):  # noqa: ANN001
+    """Every Spark column reference built from a name doubles its backticks: a column named
+    a`b is created, inserted into, updated, merged, compacted and read, by us and DuckDB."""
+    from oracle import duck_rows, spark_rows
+
+    from dbt.adapters.ducklake.sql.engine import Engine
+    from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("CREATE SCHEMA s")
+    engine.execute("CREATE TABLE s.t AS SELECT id, CAST(id AS STRING) AS `a``b`, "
+                   "id * 10 AS `v``` FROM range(20)")
+    engine.execute("INSERT INTO s.t SELECT 20 AS id, 'twenty' AS `a``b`, 200 AS `v```")
+    engine.execute("INSERT INTO s.t SELECT id, 'many', 0 FROM range(21, 40)")
+    engine.execute("UPDATE s.t SET `a``b` = 'updated' WHERE id = 1")
+    engine.execute("UPDATE s.t AS x SET x.`v``` = -1 WHERE x.`a``b` = '2'")
+    engine.execute("DELETE FROM s.t WHERE `a``b` = '3'")
+    engine.execute("MERGE INTO s.t AS t USING (SELECT 4 AS id, 'merged' AS `a``b`, 4 AS `v``` "
+                   "UNION ALL SELECT 99, 'new', 99) AS src ON t.id = src.id "
+                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    engine.execute("MERGE INTO s.t AS t USING (SELECT 5 AS id, 'set' AS `a``b`) AS src "
+                   "ON t.id = src.id WHEN MATCHED THEN UPDATE SET t.`a``b` = src.`a``b`, "
+                   "`v``` = 55")
+    lake.merge_adjacent_files("s", "t")
+    df = engine.execute("SELECT * FROM s.t ORDER BY id").df
+    assert df.columns == ["id", "a`b", "v`"]
+    ours = sorted(spark_rows(df))
+    assert ours == sorted(duck_rows(duck, 'SELECT id, "a`b", "v`" FROM lake.s.t'))
+    assert ours[:6] == [(0, "0", 0), (1, "updated", 10), (2, "2", -1), (4, "merged", 4),
+                        (5, "set", 55), (6, "6", 60)]
+    assert ours[-1] == (99, "new", 99) and len(ours) == 40
+
+
+@pytest.mark.parametrize("escaped_literals", ["false", "true"])
+def test_bound_values_are_themselves_whatever_the_parser_settings(spark, lake,
+                                                                  escaped_literals):  # noqa: ANN001
+    """dbt's ``%s`` bindings are inlined without backslash escapes, whose meaning
+    ``spark.sql.parser.escapedStringLiterals`` turns on and off."""
+    from dbt.adapters.ducklake.connections import _bind
+    from dbt.adapters.ducklake.sql.engine import Engine
+    from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+    values = ["it's", "back\\slash", "\\'; DROP TABLE x; --", "tab\tnew\nline", "plain"]
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("CREATE TABLE main.b (i INT, v STRING)")
+    spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped_literals)
+    try:
+        for i, value in enumerate(values):
+            engine.execute(_bind("INSERT INTO main.b VALUES (%s, %s)", [i, value]))
+        assert engine.execute(_bind("SELECT %s AS v", [values[2]])).df.first()[0] == values[2]
+    finally:
+        spark.conf.unset("spark.sql.parser.escapedStringLiterals")
+    rows = engine.execute("SELECT i, v FROM main.b ORDER BY i").df.collect()
+    assert [r.v for r in rows] == values

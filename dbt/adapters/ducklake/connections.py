@@ -21,6 +21,7 @@ from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .lake.secrets import redact
 from .runtime import Runtime, runtime_for, set_statement_node
+from .spark.expressions import string
 from .sql.engine import StatementResult
 
 logger = AdapterLogger("DuckLake")
@@ -73,7 +74,8 @@ class DuckLakeCursor:
 
 
 def _bind(sql: str, bindings: Any) -> str:
-    """Inline ``%s`` parameters as Spark SQL literals (dbt passes them only for seeds/tests)."""
+    """Inline ``%s`` parameters as Spark SQL literals (dbt passes them only for seeds/tests);
+    a string reads back as itself whatever the session's parser settings (:func:`.string`)."""
     import datetime as dt
     from decimal import Decimal
 
@@ -88,8 +90,9 @@ def _bind(sql: str, bindings: Any) -> str:
             return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
         if isinstance(value, dt.date):
             return f"DATE '{value.isoformat()}'"
-        text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-        return f"'{text}'"
+        # no backslash escapes: their meaning depends on
+        # spark.sql.parser.escapedStringLiterals, which the session may set either way
+        return string(str(value))
 
     parts = sql.split("%s")
     if len(parts) - 1 != len(bindings):

@@ -15,6 +15,7 @@ from .errors import (
     NotFoundError,
     SchemaMismatchError,
     SnapshotNotFoundError,
+    UnsafeViewError,
     UnsupportedTypeError,
     UnsupportedViewError,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "SnapshotNotFoundError",
     "TableRef",
     "Transaction",
+    "UnsafeViewError",
     "UnsupportedTypeError",
     "UnsupportedViewError",
 ]

@@ -83,6 +83,15 @@ class UnsafeCatalogNameError(DuckLakeError):
     DuckLake gives it: it is not used."""
 
 
+class UnsafeViewError(UnsupportedViewError):
+    """A view's stored query is refused because it is more than a query over lake relations.
+
+    Lake content is written by others (DuckDB users, other writers of the catalog), and a
+    view runs with the reader's rights: a script transformation, a read of files by path or a
+    call of a Java method in it would run on the reader's driver and executors.
+    """
+
+
 class CommitUnknownError(DuckLakeError):
     """The catalog connection failed during COMMIT and the outcome could not be checked.
 

@@ -41,6 +41,7 @@ from ..lake.partitions import keys_of_spec
 from . import physical
 from . import write as spark_write
 from .dml import LakeWriter
+from .expressions import ident
 from .read import (
     ROW_ID,
     SNAPSHOT_ID,
@@ -142,7 +143,7 @@ def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo],
             log.info("sort key %r is not a plain column; compaction output is not sorted by it",
                      key.expression)
             return []
-        col = F.col(f"`{names[name.lower()]}`")
+        col = F.col(ident(names[name.lower()]))
         if carrier:
             col = physical.sort_key(col, by_name[names[name.lower()]])
         if key.descending:
@@ -370,7 +371,7 @@ def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int 
         order = spark_order(keys, columns, carrier)
         row_ids = bool(order) or not lake_compaction.contiguous(sources) or any(
             _embeds_row_ids(part, s.data_file) for s in sources)
-        out = df.select(*[F.col(f"`{c.column_name}`") for c in columns],
+        out = df.select(*[F.col(ident(c.column_name)) for c in columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN),
                         F.col(SNAPSHOT_ID).alias(SNAPSHOT_ID_COLUMN))
         conform = spark_write.conform_carrier if carrier else spark_write.conform
@@ -452,7 +453,7 @@ def _rewrite_table(slake: LakeWriter, info: TableInfo,
     for sources in groups:
         part = _sources_state(state, sources, state.columns)
         df = scan(slake.spark, part, metadata=True, carrier=carrier)
-        out = df.select(*[F.col(f"`{c.column_name}`") for c in state.columns],
+        out = df.select(*[F.col(ident(c.column_name)) for c in state.columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN))
         conform = spark_write.conform_carrier if carrier else spark_write.conform
         conformed = conform(out, state.columns, row_ids=True)

@@ -298,7 +298,7 @@ def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
             return target.alias(target_alias).join(source.alias(source_alias), on=test,
                                                    how="left_semi")
         packed = source.select(
-            F.struct(*[F.col(f"`{c}`") for c in source.columns]).alias(source_alias))
+            F.struct(*[F.col(sql.ident(c)) for c in source.columns]).alias(source_alias))
         return target.alias(target_alias).join(packed, on=test, how="left_semi")
 
     return doomed
@@ -307,7 +307,7 @@ def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
 def using_doomed(keys: Iterable[str | Column]) -> Doomed:
     """``REPLACE USING (keys)``: the target rows whose key values occur in the source,
     compared NULL-safely."""
-    exprs = [F.col(k) if isinstance(k, str) else k for k in keys]
+    exprs = [F.col(sql.ident(k)) if isinstance(k, str) else k for k in keys]
     if not exprs:
         raise InvalidArgumentError("REPLACE USING needs at least one key column")
     names = [f"__ducklake_key_{i}" for i in range(len(exprs))]
@@ -399,7 +399,7 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
             # assignment does: a value that does not fit fails the statement.
             new = df.select(
                 *[(exprs[c.column_name].cast(spark_type(c)) if c.column_name in exprs
-                   else F.col(f"`{c.column_name}`")).alias(c.column_name)
+                   else F.col(sql.ident(c.column_name))).alias(c.column_name)
                   for c in state.columns],
                 F.col(ROW_ID).alias(ROW_ID_COLUMN))
             delete_files.delete(tx, ref, positions, inlined)

@@ -35,6 +35,27 @@ def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def split_identifier(text: str) -> list[str]:
+    """Spark's multipart identifier text (`` `a.b`.`c` `` or ``a.b``) into its parts."""
+    parts, current, quoted, i = [], [], False, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "`":
+            if quoted and i + 1 < len(text) and text[i + 1] == "`":
+                current.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
 def string(text: str) -> str:
     """A string literal that means the same whatever ``spark.sql.parser.escapedStringLiterals``
     says: text with a quote, a backslash or a control character is spelled as UTF-8 bytes."""

@@ -630,10 +630,10 @@ def _assignments(clause: MergeClause, columns: dict[str, str], t: str, s: str,
                 if lower in present}
     out = {}
     for key, value in clause.assignments:
-        name = key.strip("`")
-        for prefix in (f"{t}.", f"`{t}`."):
-            if key.startswith(prefix):
-                name = key[len(prefix):].strip("`")
+        parts = sql.split_identifier(key)  # `a``b` is the column a`b
+        if len(parts) == 2 and parts[0].lower() == t.lower():
+            parts = parts[1:]
+        name = ".".join(parts)
         if name.lower() not in columns:
             raise SchemaMismatchError(
                 f"MERGE sets unknown column {name!r}; the table has "

@@ -82,7 +82,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
         source = fields[given[column.column_name.lower()]]
         target = write_type(column)
         _check_type(source.name, source.dataType, column)
-        expr = F.col(f"`{source.name}`")
+        expr = F.col(sql.ident(source.name))
         if source.dataType != target:
             expr = expr.cast(target)
         out.append(expr.alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
@@ -396,10 +396,10 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     required = [c for c in columns if not c.nulls_allowed]
     metrics = [F.count(F.lit(1)).alias("rows")] + [
-        F.max(F.isnan(F.col(f"`{c.column_name}`")).cast("int")).alias(f"nan_{c.column_id}")
+        F.max(F.isnan(F.col(sql.ident(c.column_name))).cast("int")).alias(f"nan_{c.column_id}")
         for c in floats
     ] + [
-        F.sum(F.col(f"`{c.column_name}`").isNull().cast("long")).alias(f"null_{c.column_id}")
+        F.sum(F.col(sql.ident(c.column_name)).isNull().cast("long")).alias(f"null_{c.column_id}")
         for c in required
     ]
     observed = df.observe(observation, *metrics)

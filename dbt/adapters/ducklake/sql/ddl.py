@@ -153,7 +153,9 @@ def create_view(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     columns = [c._1() for c in seq(plan.userSpecifiedColumns())]
     # Analyse now so that a broken view fails the statement, not a later reader.
     check = name.view_name + "__ducklake_check"
-    ctx.registry.run_with_views(ctx.spark.sql, ViewBody(body, tuple(columns)).create(check))
+    # (refused, naming the construct, if it is more than a query over lake relations)
+    ctx.registry.create_view(f"{name.schema}.{name.name}",
+                             ViewBody(body, tuple(columns)).create(check))
     try:
         # (a temp view is analysed again when read: another thread's commit may have
         # dropped the relations it reads, which the registry then registers again)

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from ..lake.errors import NotFoundError, SchemaMismatchError
 from ..lake.models import Snapshot
+from ..spark.expressions import split_identifier
 from ..spark.lake import LakeTable
 from ..spark.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClause
 from ..spark.partitions import key_expression
@@ -161,10 +162,10 @@ def update(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     sets = {}
     for i in range(assignments.size()):
         a = assignments.apply(i)
-        key = a.key().sql().strip("`")
-        if alias and key.startswith(f"{alias}."):
-            key = key[len(alias) + 1:]
-        sets[key.strip("`")] = ctx.registry.prepared_condition(source_text(a.value(), sql))
+        key = split_identifier(a.key().sql())  # `a``b` is the column a`b
+        if alias and len(key) == 2 and key[0].lower() == alias.lower():
+            key = key[1:]
+        sets[".".join(key)] = ctx.registry.prepared_condition(source_text(a.value(), sql))
     condition = plan.condition()
     where = None if condition.isEmpty() else \
         ctx.registry.prepared_condition(source_text(condition.get(), sql))

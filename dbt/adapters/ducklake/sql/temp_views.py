@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..lake.errors import NotFoundError, UnsupportedViewError
+from ..lake.errors import NotFoundError, UnsafeViewError, UnsupportedViewError
 from ..lake.models import DataFile
 from ..lake.snapshot_changes import changes_map
 from ..spark import skipping
@@ -37,11 +37,12 @@ from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
-from ..spark.expressions import java_class
+from ..spark.expressions import java_class, split_identifier
 from ..spark.lake import SparkLake
 from ..spark.read import TableState, load_state, local_frame, scan
 from .plans import seq
 from .view_dialects import SPARK, duckdb_type, spark_query
+from .view_guard import check_view
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -163,27 +164,6 @@ def message_parameter(exc: Exception, key: str) -> str | None:
     except Exception:  # noqa: BLE001 - not a SparkThrowable
         return None
     return None if value is None else str(value)
-
-
-def split_identifier(text: str) -> list[str]:
-    """Spark's multipart identifier text (`` `a.b`.`c` `` or ``a.b``) into its parts."""
-    parts, current, quoted, i = [], [], False, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "`":
-            if quoted and i + 1 < len(text) and text[i + 1] == "`":
-                current.append("`")
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    return parts
 
 
 @dataclass(frozen=True)
@@ -368,7 +348,14 @@ class ViewRegistry:
         body = ViewBody(spark_query(view, name.schema, columns), tuple(view.aliases))
         prefix = body.create(name.view_name, "")
         try:
-            _, final = self._run(self.spark.sql, self._prepared(body.create(name.view_name)))
+            final = self.create_view(f"{name.schema}.{name.name}",
+                                     body.create(name.view_name))
+        except UnsafeViewError as exc:
+            if view.spark_sql is not None or view.dialect.lower() == SPARK:
+                raise
+            raise UnsafeViewError(
+                f"{exc} (it was written in {view.dialect} SQL as: {view.sql}; translated to "
+                f"Spark SQL: {body.sql})") from None
         except AnalysisException as exc:
             if view.spark_sql is not None or view.dialect.lower() == SPARK:
                 raise
@@ -379,8 +366,32 @@ class ViewRegistry:
         with self._lock:
             self._registered[name.view_name] = name.plain and self.pinned_version is None
             # the body as registered (two-part names made view names), to narrow its tables
-            self._states[name.view_name] = replace(body, sql=(final or "")[len(prefix):])
+            self._states[name.view_name] = replace(body, sql=final[len(prefix):])
         return True
+
+    def create_view(self, view: str, statement: str) -> str:
+        """Run ``statement``, the ``CREATE OR REPLACE TEMP VIEW ... AS <query>`` that
+        registers the lake view ``view`` (or checks a new one), once its query is known to be
+        only a query over lake relations (:func:`.view_guard.check_view`): lake content is
+        untrusted, and Spark's analysis of a name like ``parquet.`/path``` already reads
+        files. The relations it names are registered and pointed at first, so the text
+        checked is the text run (up to the names of views registered again). Returns it."""
+        text = self._prepared(statement)
+        check_view(self.spark, view, text, self._lake_relation)
+        _, final = self._run(self.spark.sql, text)
+        return final or text
+
+    def _lake_relation(self, text: str) -> bool:
+        """Whether the one-part relation name ``text`` is a lake relation registered as a
+        temp view, registering it if the lake has it (not a session's temp view or a table of
+        Spark's catalog, which a lake view must not read)."""
+        name = parse_name([text])
+        if name is None:
+            return False
+        with self._lock:
+            if text in self._registered or name.view_name in self._registered:
+                return True
+        return self.register(name)
 
     def run_with_views(self, action, sql: str | None = None):  # noqa: ANN001, ANN201
         """Run ``action``; when Spark misses a lake relation, register it and run again.
@@ -441,6 +452,8 @@ class ViewRegistry:
             try:
                 if not catalog.getTempView(text).isDefined():
                     self.register(name)
+            except UnsafeViewError:
+                raise
             except Exception:  # noqa: BLE001 - analysis finds the name and says what is wrong
                 log.debug("registering %s ahead of analysis failed", text, exc_info=True)
         edits: list[tuple[int, int, str, str | None]] = []
@@ -453,6 +466,8 @@ class ViewRegistry:
                     listed = name.view_name in self._registered
                 if not listed and not self.register(name):
                     continue
+            except UnsafeViewError:
+                raise
             except Exception:  # noqa: BLE001 - as above
                 log.debug("registering %s.%s ahead of analysis failed", schema, table,
                           exc_info=True)
