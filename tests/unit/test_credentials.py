@@ -35,6 +35,7 @@ def test_unknown_key_lists_the_accepted_ones() -> None:
     ("data_inlining_row_limit", -1, "non-negative integer"),
     ("snapshot_version", "latest", "snapshot id"),
     ("spark_conf", ["a"], "mapping"),
+    ("read_paths", [3], "list of directories"),
 ])
 def test_invalid_values(key, value, message) -> None:  # noqa: ANN001
     with pytest.raises(DbtRuntimeError, match=message):
@@ -45,3 +46,8 @@ def test_one_snapshot_pin_at_a_time() -> None:
     assert make(snapshot_time="2026-01-01 00:00:00+00").snapshot_time == "2026-01-01 00:00:00+00"
     with pytest.raises(DbtRuntimeError, match="give one"):
         make(snapshot_version=3, snapshot_time="2026-01-01 00:00:00+00")
+
+
+def test_read_paths_take_one_directory_or_a_list() -> None:
+    assert make(read_paths="/srv/exports").read_paths == ["/srv/exports"]
+    assert make(read_paths=["a/", "/b"]).read_paths == ["a/", "/b"]

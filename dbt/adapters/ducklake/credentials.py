@@ -41,6 +41,9 @@ class DuckLakeCredentials(Credentials):
     # The JVM's own output (its start-up lines, Spark's log) goes to dbt's log file unless
     # this is true; then it is printed to the console as Spark prints it.
     spark_console: bool = False
+    # Directories outside data_path whose Parquet files the catalog may name and that may be
+    # read (never written or deleted): files DuckDB's ducklake_add_data_files registered there.
+    read_paths: list[str] = field(default_factory=list)
 
     _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf",
                 "pass": "password"}
@@ -101,6 +104,12 @@ class DuckLakeCredentials(Credentials):
                 f"spark_console must be true or false, got {data['spark_console']!r}")
         if isinstance(data.get("password"), (int, float)):
             data["password"] = str(data["password"])  # dbt renders "12345" as a number
+        paths = data.get("read_paths", [])
+        if isinstance(paths, str):
+            data["read_paths"] = paths = [paths]
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+            raise DbtRuntimeError(
+                f"read_paths must be a list of directories, got {paths!r}")
         if not isinstance(data.get("spark_conf", {}), dict):
             raise DbtRuntimeError("spark_conf must be a mapping of Spark configuration keys")
         return data
@@ -113,3 +122,4 @@ class DuckLakeCredentials(Credentials):
         if "://" not in data_path and not os.path.isabs(data_path):
             data_path = os.path.join(base, data_path)
         return catalog, data_path
+

@@ -250,7 +250,8 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         # The catalog first: it fails fast, Spark takes seconds to start.
         lake = Catalog.open(catalog, data_path, metadata_schema=credentials.metadata_schema,
                          data_inlining_row_limit=credentials.data_inlining_row_limit,
-                         base_dir=base_dir, password=credentials.password)
+                         base_dir=base_dir, password=credentials.password,
+                         read_paths=credentials.read_paths)
         lake.max_retry_count = credentials.max_retry_count
         try:
             pinned = pinned_snapshot(lake, credentials)

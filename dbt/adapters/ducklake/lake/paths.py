@@ -138,7 +138,8 @@ def check_file(roots: Sequence[str], path: str, relative: bool, what: str) -> No
             f"; data path {roots[0]!r}). The catalog row was written by another writer and is "
             "not trusted: nothing was read or deleted. Fix or remove the row; a file added "
             "from outside the data path (ducklake_add_data_files) can be read only when its "
-            "directory is in the lake's read_paths")
+            "directory is in the lake's read_paths (the profile's read_paths key, or "
+            "Catalog.open(..., read_paths=[...]))")
 
 
 def check_dir(root: str, base: str, path: str, relative: bool, what: str) -> None:
