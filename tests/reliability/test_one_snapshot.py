@@ -15,10 +15,12 @@ second check pass trivially, so each case asserts that the fault point was reach
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from reliability.support import kill_group, leftovers, start_writer, wait_for, writer_args
 from sqlalchemy import inspect, text
 
 from dbt.adapters.ducklake.lake import faults
@@ -214,3 +216,28 @@ def test_a_write_killed_before_commit_leaves_the_lake(case, spark, lake, duck,  
     count = len(lake.snapshots())
     run(spark, lake, seeded, False)
     assert len(lake.snapshots()) == count + 1
+
+
+@pytest.mark.parametrize("op", ["replace", "create_or_replace"])
+def test_sigkill_inside_the_commit_of_a_rebuild(op, spark, lake, lake_target, duck,  # noqa: ANN001
+                                                tmp_path):
+    """The same for a real death: a writer process (its JVM and Python workers) killed with
+    SIGKILL while the catalog transaction of a rebuild that makes a new column (or replaces a
+    view by a table) is open. The database rolls the transaction back."""
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS label "
+                   "FROM range(20)")
+    engine.execute("CREATE VIEW `main.v` AS SELECT id FROM `main.t`")
+    before, duck_before = catalog_dump(lake.catalog), duck_view(duck)
+    signal = str(tmp_path / "reached")
+    proc = start_writer(writer_args(lake_target, table="main.t" if op == "replace" else "main.v",
+                                    start=0, count=30, op=op),
+                        DUCKLAKE_FAULT_PAUSE_AT="catalog_transaction",
+                        DUCKLAKE_FAULT_SIGNAL=signal)
+    wait_for(signal, proc)
+    kill_group(proc)
+    # it died in the commit that holds the new data (its files are written), not in one
+    # before it: a drop committed on its own would have paused with no file written
+    assert any(os.path.basename(p).startswith("ducklake-") for p in leftovers(lake.catalog))
+    assert catalog_dump(lake.catalog) == before
+    assert duck_view(duck) == duck_before

@@ -58,17 +58,32 @@ def rows(spark: SparkSession, start: int, count: int, mode: str, signal: str | N
     return df.select(udf("id").alias("id")).selectExpr("id", "concat('row ', id) AS label")
 
 
+def write(lake: SparkLake, args: dict, df):  # noqa: ANN001, ANN201
+    """The write ``args["op"]`` names: ``append`` (the default); ``replace``, a rebuild whose
+    ``label`` column becomes an integer (a new column of the same name); ``create_or_replace``,
+    a table in place of a relation of that name (a view), dropped in the same snapshot."""
+    op = args.get("op", "append")
+    if op == "append":
+        return lake.table(args["table"]).append(df)
+    if op == "replace":
+        narrowed = df.selectExpr("id", "CAST(id AS INT) AS label")
+        return lake.table(args["table"]).replace(narrowed)[0]
+    if op == "create_or_replace":
+        lake.create_table(args["table"], df, or_replace=True)
+        return lake.current_snapshot()
+    raise ValueError(f"unknown op {op!r}: append, replace, create_or_replace")
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
     spark = session(args.get("master", "local[2]"))
     lake = SparkLake.open(spark, args["catalog"], args["data_path"],
                           **({"metadata_schema": args["metadata_schema"]}
                              if args.get("metadata_schema") else {}))
-    table = lake.table(args["table"])
     df = rows(spark, args["start"], args["count"], args.get("mode", "plain"),
               args.get("signal"))
     try:
-        snapshot = table.append(df)
+        snapshot = write(lake, args, df)
     except DuckLakeError as exc:
         print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         return
