@@ -1,7 +1,7 @@
 """Writes that change a table's rows: INSERT, overwrite, REPLACE WHERE/ON/USING, DELETE and
 UPDATE (MERGE is beside them in :mod:`.merge`).
 
-Each write plans against one :class:`~.read.TableState`, stages its deletes and new rows on
+Each write plans against one :class:`~.table_state.TableState`, stages its deletes and new rows on
 one :class:`~..lake.commit.Transaction`, and commits it as one DuckLake snapshot. Deletes are
 positional (delete files, or inlined deletes when small); new rows are inlined or written as
 Parquet by :func:`stage_insert`. Rows another writer inserts while a DELETE, UPDATE or
@@ -36,7 +36,8 @@ from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.partitions import PartitionKey, keys_of_spec
 from . import expressions as sql
 from . import write as spark_write
-from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
+from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
+from .table_state import TableState, load_state
 from .types import spark_type
 
 

@@ -61,8 +61,8 @@ from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, merge_into
-from .read import TableState, load_state
 from .read import read as read_table
+from .table_state import TableState, load_state
 from .types import column_specs, table_schema
 
 TableName = str | tuple[str, str]

@@ -39,7 +39,8 @@ from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
 from ..spark.expressions import java_class, split_identifier
 from ..spark.lake import SparkLake
-from ..spark.read import TableState, load_state, local_frame, scan
+from ..spark.read import local_frame, scan
+from ..spark.table_state import TableState, load_state
 from .plans import seq
 from .view_dialects import SPARK, duckdb_type, spark_query
 from .view_guard import check_view
