@@ -238,26 +238,10 @@ def scan(
     if carrier and state.inlined:
         raise AssertionError("a carrier scan reads data files only")
     parts: list[DataFrame] = []
-    groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
-    cache: dict[int, list[ColumnInfo]] = {}
-    current_ids = {c.column_id for c in state.columns}
-    for data_file in state.data_files:
-        file_columns = [c for c in state.written_columns(data_file, cache)
-                        if c.column_id in current_ids]
-        by_name = False
-        if data_file.mapping_id is not None:
-            names = {m.target_field_id: m.source_name
-                     for m in state.mappings.get(data_file.mapping_id, [])
-                     if not m.is_partition}
-            file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
-            by_name = True
-        constants = tuple(sorted(state.path_values.get(data_file.data_file_id, {}).items()))
-        key = (by_name, tuple(_signature(c) for c in file_columns), constants)
-        groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
     deleted = _deleted_positions(state)
     columns_only = not metadata and not embedded_snapshot
     wanted = [sql.ident(c.column_name) for c in state.columns]
-    for (_, _, constants), (file_columns, by_name, files) in groups.items():
+    for (_, _, constants), (file_columns, by_name, files) in _file_groups(state).items():
         # files with deleted rows or rows from later snapshots need their catalog facts
         plain = [f for f in files if columns_only and (probe or (
                  f.data_file_id not in deleted
@@ -294,6 +278,31 @@ def scan(
     unwanted = ([] if metadata else list(META_COLUMNS)) + \
         ([] if embedded_snapshot else [EMBEDDED_SNAPSHOT_ID])
     return result.drop(*unwanted) if unwanted else result
+
+
+def _file_groups(state: TableState
+                 ) -> dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]]:
+    """The data files of ``state`` grouped for one ``spark.read.parquet`` each: by how their
+    columns are matched (field ids, or names from a name mapping), the columns and types
+    they were written with, and the values their hive paths hold. Group key -> (the file's
+    columns, matched by name, the files)."""
+    groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
+    cache: dict[int, list[ColumnInfo]] = {}
+    current_ids = {c.column_id for c in state.columns}
+    for data_file in state.data_files:
+        file_columns = [c for c in state.written_columns(data_file, cache)
+                        if c.column_id in current_ids]
+        by_name = False
+        if data_file.mapping_id is not None:
+            names = {m.target_field_id: m.source_name
+                     for m in state.mappings.get(data_file.mapping_id, [])
+                     if not m.is_partition}
+            file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
+            by_name = True
+        constants = tuple(sorted(state.path_values.get(data_file.data_file_id, {}).items()))
+        key = (by_name, tuple(_signature(c) for c in file_columns), constants)
+        groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
+    return groups
 
 
 # Up to this many deleted rows in a group are removed with a filter on literal positions
@@ -370,6 +379,34 @@ def _scan_group(
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return sql.select(df, _shaped(state, file_columns, constants, carrier))
+    df, conditions, fact = _with_file_facts(spark, df, files, paths, probe)
+    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
+    position = sql.ident(POSITION)
+    # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
+    # them the statement's plan has no literal that changes from snapshot to snapshot: Spark
+    # spells such literals into the code it generates, so every new value is a new class the
+    # JVM runs interpreted until it compiles it again (a 10M-row MERGE scan took 0.87 s
+    # against 0.53 s with the class already compiled).
+    if any(f.partial_max is not None and f.partial_max > state.snapshot_id for f in files):
+        conditions.append(f"({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
+    if conditions:
+        df = df.where(" AND ".join(conditions))
+    return sql.select(df, [
+        *_shaped(state, file_columns, constants, carrier),
+        f"{fact}__fid AS {sql.ident(FILE_ID)}",
+        f"CAST({position} AS BIGINT) AS {position}",
+        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
+        f"{sql.ident(ROW_ID)}",
+        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
+        f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
+    ])
+
+
+def _with_file_facts(spark: SparkSession, df: DataFrame, files: list[DataFile],
+                     paths: list[str], probe: bool) -> tuple[DataFrame, list[str], str]:
+    """``df`` (a scan of ``files``, at ``paths``) with each row's position and its file's
+    catalog facts (``__fid``, ``__row_id_start``, ``__begin``); the conditions that drop rows
+    no file's facts were found for, and the prefix of the facts' column names."""
     # Each row finds its file's facts by a key Spark reports per file. Comparing path strings
     # for every row cost more than the scan itself (MERGE's 10M-row target scan: 3.0 s against
     # 1.2 s for the bare scan); local files were just checked to have the catalog's exact size
@@ -410,26 +447,7 @@ def _scan_group(
                            f"_metadata.row_index AS {sql.ident(POSITION)}") \
             .join(F.broadcast(catalog), on="__key", how="inner")
         conditions, fact = [], ""
-    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
-    position = sql.ident(POSITION)
-    # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
-    # them the statement's plan has no literal that changes from snapshot to snapshot: Spark
-    # spells such literals into the code it generates, so every new value is a new class the
-    # JVM runs interpreted until it compiles it again (a 10M-row MERGE scan took 0.87 s
-    # against 0.53 s with the class already compiled).
-    if any(f.partial_max is not None and f.partial_max > state.snapshot_id for f in files):
-        conditions.append(f"({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
-    if conditions:
-        df = df.where(" AND ".join(conditions))
-    return sql.select(df, [
-        *_shaped(state, file_columns, constants, carrier),
-        f"{fact}__fid AS {sql.ident(FILE_ID)}",
-        f"CAST({position} AS BIGINT) AS {position}",
-        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
-        f"{sql.ident(ROW_ID)}",
-        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
-        f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
-    ])
+    return df, conditions, fact
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],

@@ -180,47 +180,62 @@ def load_state(lake: Catalog, schema_name: str, table_name: str, at: int | None 
                 with _STATES_LOCK:
                     _LATEST[lake][(schema_name, table_name)] = (state, s)
                 return state
-        schema = lake.schema(schema_name, s, conn)
-        table = lake.table(schema_name, table_name, s, conn)
-        columns = lake.columns(table.table_id, s, conn)
-        if not contents:
-            return TableState(
-                snapshot_id=s, schema=schema, table=table, columns=columns,
-                table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
-                inlined_deletes={}, inlined=[],
-                inlining_row_limit=lake_options.inlining_row_limit(
-                    lake, conn, schema.schema_id, table.table_id))
-        data_files = lake.data_files(table.table_id, s, conn)
-        history = conn.execute(
-            lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
-            {"t": table.table_id}).all()
-        state = TableState(
+        state = _read(lake, conn, schema_name, table_name, s, contents)
+    if contents:
+        _keep(lake, key, state, latest.snapshot_id)
+    return state
+
+
+def _read(lake: Catalog, conn: Connection, schema_name: str, table_name: str, s: int,
+          contents: bool) -> TableState:
+    """The catalog state of a table at snapshot ``s``, read on ``conn`` (no cache)."""
+    schema = lake.schema(schema_name, s, conn)
+    table = lake.table(schema_name, table_name, s, conn)
+    columns = lake.columns(table.table_id, s, conn)
+    if not contents:
+        return TableState(
             snapshot_id=s, schema=schema, table=table, columns=columns,
-            table_dir=lake.table_dir(schema, table), data_files=data_files,
-            delete_files=lake.delete_files(table.table_id, s, conn),
-            inlined_deletes=inlined_data.read_file_deletes(lake, conn, table.table_id, s),
-            inlined=inlined_data.read_rows(lake, conn, table.table_id, visible(), {"s": s}),
-            column_history=[tuple(r) for r in history],
-            mappings=lake.name_mappings(
-                [f.mapping_id for f in data_files if f.mapping_id is not None], conn),
-            inlining_row_limit=lake_options.inlining_row_limit(lake, conn, schema.schema_id,
-                                                               table.table_id),
-        )
-        hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
-            m.is_partition for m in state.mappings.get(f.mapping_id, []))]
-        state.path_values = lake.file_partition_columns(hive, conn)
-        state.held = held_columns(lake, conn, data_files)
+            table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
+            inlined_deletes={}, inlined=[],
+            inlining_row_limit=lake_options.inlining_row_limit(
+                lake, conn, schema.schema_id, table.table_id))
+    data_files = lake.data_files(table.table_id, s, conn)
+    history = conn.execute(
+        lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
+        {"t": table.table_id}).all()
+    state = TableState(
+        snapshot_id=s, schema=schema, table=table, columns=columns,
+        table_dir=lake.table_dir(schema, table), data_files=data_files,
+        delete_files=lake.delete_files(table.table_id, s, conn),
+        inlined_deletes=inlined_data.read_file_deletes(lake, conn, table.table_id, s),
+        inlined=inlined_data.read_rows(lake, conn, table.table_id, visible(), {"s": s}),
+        column_history=[tuple(r) for r in history],
+        mappings=lake.name_mappings(
+            [f.mapping_id for f in data_files if f.mapping_id is not None], conn),
+        inlining_row_limit=lake_options.inlining_row_limit(lake, conn, schema.schema_id,
+                                                           table.table_id),
+    )
+    hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
+        m.is_partition for m in state.mappings.get(f.mapping_id, []))]
+    state.path_values = lake.file_partition_columns(hive, conn)
+    state.held = held_columns(lake, conn, data_files)
+    return state
+
+
+def _keep(lake: Catalog, key: tuple[str, str, int, int], state: TableState,
+          latest: int) -> None:
+    """Keep a state with contents just read (``key`` as :func:`load_state` looks it up), and
+    as the latest state of its table (``key[:2]``) when it is of the ``latest`` snapshot."""
     with _STATES_LOCK:
         states = _STATES.setdefault(lake, OrderedDict())
         states[key] = state
         while len(states) > _STATES_PER_LAKE:
             states.popitem(last=False)
-        if s == latest.snapshot_id:
+        if state.snapshot_id == latest:
             latest_states = _LATEST.setdefault(lake, {})
-            latest_states[(schema_name, table_name)] = (state, s)
+            latest_states[key[:2]] = (state, state.snapshot_id)
             while len(latest_states) > _STATES_PER_LAKE:
                 latest_states.pop(next(iter(latest_states)))
-    return state
 
 
 def _untouched(lake: Catalog, conn: Connection, state: TableState, since: int, until: int) -> bool:
