@@ -17,8 +17,8 @@ from oracle import duck_rows, spark_rows
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
-from dbt.adapters.ducklake.spark.read import load_state
 from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
+from dbt.adapters.ducklake.spark.table_state import load_state
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 

@@ -169,7 +169,8 @@ def test_a_metadata_scan_generates_the_same_code_at_each_snapshot(spark, lake): 
     snapshot id: Spark compiles the code it generates for a plan once, and a literal that
     changed with every statement made each one a new class, run slowly until the JVM had
     compiled it again."""
-    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID, load_state, scan
+    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID, scan
+    from dbt.adapters.ducklake.spark.table_state import load_state
 
     lake.set_option("data_inlining_row_limit", 0)
     table = lake.create_table("main.t", spark.range(1000).selectExpr("id", "id % 7 AS k"))
@@ -238,7 +239,8 @@ def test_a_metadata_scan_of_checked_local_files_filters_no_row(spark, lake):  # 
     """Each row of a local file finds its file's facts by the file's size, checked against
     the catalog before the scan: no filter tests every row for them, so Spark looks them up
     only for the rows a statement keeps (a MERGE's matched rows)."""
-    from dbt.adapters.ducklake.spark.read import FILE_ID, ROW_ID, load_state, scan
+    from dbt.adapters.ducklake.spark.read import FILE_ID, ROW_ID, scan
+    from dbt.adapters.ducklake.spark.table_state import load_state
 
     lake.set_option("data_inlining_row_limit", 0)
     table = lake.create_table("main.t", spark.range(100).selectExpr("id"))
@@ -612,7 +614,8 @@ def test_rows_find_their_file_by_size_or_path(spark, lake, duck, engine, files, 
     MERGE over all files updates exactly its rows."""
     from collections import Counter
 
-    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID, load_state
+    from dbt.adapters.ducklake.spark.read import FILE_ID, POSITION, ROW_ID
+    from dbt.adapters.ducklake.spark.table_state import load_state
 
     lake.set_option("data_inlining_row_limit", 0)
     # with ``shared``, the first half are pairs of identical files; the rest one size each

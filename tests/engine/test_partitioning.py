@@ -16,7 +16,8 @@ from oracle import duck_rows, spark_rows
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, NotFoundError
 from dbt.adapters.ducklake.lake.options import store_option
 from dbt.adapters.ducklake.sql.engine import Engine
-from dbt.adapters.ducklake.sql.temp_views import ViewRegistry, parse_name
+from dbt.adapters.ducklake.sql.names import parse_name
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,8 @@ from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError, SnapshotNotFoundError
 from dbt.adapters.ducklake.sql import Engine, temp_views
-from dbt.adapters.ducklake.sql.temp_views import ViewRegistry, parse_name
+from dbt.adapters.ducklake.sql.names import parse_name
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
 

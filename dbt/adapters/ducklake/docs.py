@@ -13,7 +13,7 @@ from .lake.errors import NotFoundError
 from .lake.inlining import rows as inlined_data
 from .runtime import Runtime
 from .spark.lake import UNCHANGED
-from .sql.temp_views import quote
+from .sql.names import quote
 
 if TYPE_CHECKING:
     import agate

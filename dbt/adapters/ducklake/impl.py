@@ -24,7 +24,7 @@ from .connections import DuckLakeConnectionManager
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation
 from .runtime import Runtime, check_writable
-from .sql.temp_views import LakeName
+from .sql.names import LakeName
 
 if TYPE_CHECKING:
     import agate

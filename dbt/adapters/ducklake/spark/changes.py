@@ -28,18 +28,8 @@ from ..lake.inlining import rows as inlined_data
 from ..lake.inlining.rows import InlinedRows
 from ..lake.models import DataFile
 from . import expressions as sql
-from .read import (
-    EMBEDDED_SNAPSHOT_ID,
-    FILE_ID,
-    POSITION,
-    ROW_ID,
-    SNAPSHOT_ID,
-    TableState,
-    held_columns,
-    lake_text,
-    local_frame,
-    scan,
-)
+from .read import EMBEDDED_SNAPSHOT_ID, FILE_ID, POSITION, ROW_ID, SNAPSHOT_ID, local_frame, scan
+from .table_state import TableState, held_columns, lake_text
 
 SNAPSHOT_COLUMN = "snapshot_id"
 ROWID_COLUMN = "rowid"

@@ -42,15 +42,8 @@ from . import physical
 from . import write as spark_write
 from .dml import LakeWriter
 from .expressions import ident
-from .read import (
-    ROW_ID,
-    SNAPSHOT_ID,
-    TableState,
-    load_state,
-    local_frame,
-    scan,
-    spark_converter,
-)
+from .read import ROW_ID, SNAPSHOT_ID, local_frame, scan
+from .table_state import TableState, load_state
 from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -295,14 +288,11 @@ def _block_frame(slake: LakeWriter, block: inlined_data.InlinedRows,
                          for c in columns]
                         + [StructField(ROW_ID_COLUMN, LongType(), True),
                            StructField(SNAPSHOT_ID_COLUMN, LongType(), True)])
-    convert = [_carrier_converter(c) if carrier else spark_converter(c) for c in columns]
+    convert = [physical.carrier_converter(c) if carrier else physical.spark_converter(c)
+               for c in columns]
     data = [tuple(to(v) for v, to in zip(values, convert)) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)]
     return local_frame(slake.spark, data, schema)
-
-
-def _carrier_converter(column: ColumnInfo) -> Callable[[Any], Any]:
-    return lambda value: physical.carrier_value(value, column)
 
 
 # ---------------------------------------------------------------------------------- merge

@@ -1,7 +1,8 @@
-"""Writes that change a table's rows: INSERT, overwrite, REPLACE WHERE/ON/USING, DELETE and
-UPDATE (MERGE is beside them in :mod:`.merge`).
+"""Writes that change a table's rows: INSERT, overwrite, replacement (with the columns and the
+partitioning evolved in the same snapshot), REPLACE WHERE/ON/USING, DELETE and UPDATE (MERGE
+is beside them in :mod:`.merge`).
 
-Each write plans against one :class:`~.read.TableState`, stages its deletes and new rows on
+Each write plans against one :class:`~.table_state.TableState`, stages its deletes and new rows on
 one :class:`~..lake.commit.Transaction`, and commits it as one DuckLake snapshot. Deletes are
 positional (delete files, or inlined deletes when small); new rows are inlined or written as
 Parquet by :func:`stage_insert`. Rows another writer inserts while a DELETE, UPDATE or
@@ -24,7 +25,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..lake import data_files, delete_files
+from ..lake import data_files, delete_files, evolution, tables
 from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
@@ -33,11 +34,21 @@ from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableRef
-from ..lake.partitions import PartitionKey, keys_of_spec
+from ..lake.partitions import (
+    PartitionField,
+    PartitionKey,
+    describe,
+    keys_of_spec,
+    parse_partition_by,
+    reset_partitioning,
+    resolve,
+    set_partitioning,
+)
 from . import expressions as sql
 from . import write as spark_write
-from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
-from .types import spark_type
+from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
+from .table_state import TableState, load_state
+from .types import column_specs, spark_type
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,18 @@ class Target:
 
     def state(self, at: int | None = None, contents: bool = True) -> TableState:
         return load_state(self.lake, self.schema_name, self.table_name, at, contents)
+
+    def partition_keys(self, at: int | None = None) -> tuple[PartitionKey, ...]:
+        """The partition spec live at snapshot ``at`` (the latest by default) resolved to
+        columns; empty when the table is not partitioned."""
+        lake = self.lake
+        with lake.read() as conn:
+            at = at if at is not None else lake.latest_snapshot(conn).snapshot_id
+            table = lake.table(self.schema_name, self.table_name, at, conn)
+            spec = lake.partition_spec(table.table_id, at, conn)
+            if spec is None:
+                return ()
+            return keys_of_spec(spec, lake.columns(table.table_id, at, conn))
 
     def transaction(self, state: TableState) -> Transaction:
         """A transaction based on the snapshot ``state`` was read at, so that the commit
@@ -265,6 +288,64 @@ def overwrite(target: Target, df: DataFrame | pa.Table,
     tx.touch_data_files([f.data_file_id for f in state.data_files])
     tx.replanner = replaced_anyway
     return target.commit(tx, info)
+
+
+def replace(target: Target, df: DataFrame, info: CommitInfo | None = None,
+            evolve: bool = True, not_null: Iterable[str] = (),
+            partition_by: str | Sequence[str | PartitionField] | None = None,
+            ) -> tuple[Snapshot, str | None]:
+    """Replace contents and, with ``evolve``, the columns, keeping the table's identity.
+
+    The columns are changed in the same snapshot as the new data (:mod:`..lake.evolution`):
+    added and dropped, widened at any depth, struct fields added and dropped. A column whose
+    type cannot be widened in place (a narrowing, a changed kind of nested type) becomes a
+    new column of the same name; the second value says which, else it is ``None``.
+    ``partition_by=None`` keeps the partition spec; a spec sets it and ``[]`` resets it,
+    in the same snapshot, and the new files follow it. Column changes, partitioning, the
+    new rows and the end of the old ones are staged on one transaction.
+    """
+    if not evolve and partition_by is None:
+        return overwrite(target, df, info), None
+    state = target.state()
+    current_keys = target.partition_keys(state.snapshot_id)
+    wanted_spec: Sequence[str | PartitionField]
+    if partition_by is None:
+        wanted_spec = describe(current_keys)
+    else:
+        wanted_spec = list(parse_partition_by(partition_by)) if partition_by else []
+    changes = evolution.evolve(
+        state.columns, column_specs(df.schema, keep_nullability=False, not_null=not_null)
+    ) if evolve else evolution.Evolution()
+    dropped = {path[0].lower() for path in changes.drop if len(path) == 1}
+    added = {spec.name.lower() for spec in changes.add}
+    dropped_keys = [str(k.field) for k in current_keys
+                    if k.column.column_name.lower() in dropped - added]
+    if dropped_keys and partition_by is None:
+        raise SchemaMismatchError(
+            f"{target.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
+            "new data no longer has; pass partition_by to change the spec")
+    tx = target.transaction(state)
+    ref = TableRef(state.table.table_id)
+    columns = state.columns
+    if not changes.empty:
+        tables.alter_columns(tx, ref, add=changes.add, drop=changes.drop,
+                             retype=changes.retype, nullability=changes.nullability,
+                             add_fields=changes.add_fields)
+        with target.lake.read() as conn:
+            first = target.lake.max_column_id(state.table.table_id, conn) + 1
+        columns = evolution.evolved(state.columns, changes, first)
+    keys = resolve(parse_partition_by(wanted_spec), columns) if wanted_spec else ()
+    if [(k.column.column_id, k.transform_text) for k in keys] != \
+            [(k.column.column_id, k.transform_text) for k in current_keys]:
+        if keys:
+            set_partitioning(tx, ref, wanted_spec)
+        else:
+            reset_partitioning(tx, ref)
+    target.stage(tx, state, df, columns, replace=True, partition_keys=keys)
+    tx.touch_data_files([f.data_file_id for f in state.data_files])
+    tx.replanner = replaced_anyway
+    new_columns = "; ".join(changes.new_columns) or None
+    return target.commit(tx, info), new_columns
 
 
 def replaced_anyway(since: Snapshot, until: Snapshot) -> None:

@@ -23,9 +23,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..lake import cleanup as lake_cleanup
-from ..lake import evolution, tables
 from ..lake import expiry as lake_expiry
 from ..lake import options as lake_options
+from ..lake import tables
 from ..lake.catalog import Catalog
 from ..lake.changes import Bound
 from ..lake.cleanup import CleanupResult
@@ -35,7 +35,6 @@ from ..lake.errors import (
     InvalidArgumentError,
     NotFoundError,
     ReadOnlyError,
-    SchemaMismatchError,
 )
 from ..lake.expiry import ExpireResult
 from ..lake.inlining.rows import can_inline
@@ -45,7 +44,6 @@ from ..lake.partitions import (
     PartitionField,
     PartitionKey,
     describe,
-    keys_of_spec,
     parse_partition_by,
     reset_partitioning,
     resolve,
@@ -61,8 +59,8 @@ from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, merge_into
-from .read import TableState, load_state
 from .read import read as read_table
+from .table_state import TableState, load_state
 from .types import column_specs, table_schema
 
 TableName = str | tuple[str, str]
@@ -445,14 +443,7 @@ class LakeTable:
     # ------------------------------------------------------------------ partitioning
     def partition_keys(self, version: int | None = None) -> tuple[PartitionKey, ...]:
         """The live partition spec resolved to columns (empty when unpartitioned)."""
-        lake = self._lake.catalog
-        with lake.read() as conn:
-            at = version if version is not None else lake.latest_snapshot(conn).snapshot_id
-            table = lake.table(self.schema_name, self.table_name, at, conn)
-            spec = lake.partition_spec(table.table_id, at, conn)
-            if spec is None:
-                return ()
-            return keys_of_spec(spec, lake.columns(table.table_id, at, conn))
+        return self._target().partition_keys(version)
 
     def partitioning(self, version: int | None = None) -> list[str]:
         """The partition spec as keys, e.g. ``['region', 'year(ts)', 'bucket(4, id)']``;
@@ -581,49 +572,7 @@ class LakeTable:
         ``partition_by=None`` keeps the partition spec; a spec sets it and ``[]`` resets it,
         in the same snapshot, and the new files follow it.
         """
-        if not evolve and partition_by is None:
-            return self.overwrite(df, info), None
-        state = self.state()
-        current_keys = self.partition_keys(state.snapshot_id)
-        wanted_spec: Sequence[str | PartitionField]
-        if partition_by is None:
-            wanted_spec = describe(current_keys)
-        else:
-            wanted_spec = list(parse_partition_by(partition_by)) if partition_by else []
-        changes = evolution.evolve(
-            state.columns, column_specs(df.schema, keep_nullability=False, not_null=not_null)
-        ) if evolve else evolution.Evolution()
-        dropped = {path[0].lower() for path in changes.drop if len(path) == 1}
-        added = {spec.name.lower() for spec in changes.add}
-        dropped_keys = [str(k.field) for k in current_keys
-                        if k.column.column_name.lower() in dropped - added]
-        if dropped_keys and partition_by is None:
-            raise SchemaMismatchError(
-                f"{self.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
-                "new data no longer has; pass partition_by to change the spec")
-        target = self._target()
-        tx = target.transaction(state)
-        ref = TableRef(state.table.table_id)
-        columns = state.columns
-        if not changes.empty:
-            tables.alter_columns(tx, ref, add=changes.add, drop=changes.drop,
-                                 retype=changes.retype, nullability=changes.nullability,
-                                 add_fields=changes.add_fields)
-            with self._lake.catalog.read() as conn:
-                first = self._lake.catalog.max_column_id(state.table.table_id, conn) + 1
-            columns = evolution.evolved(state.columns, changes, first)
-        keys = resolve(parse_partition_by(wanted_spec), columns) if wanted_spec else ()
-        if [(k.column.column_id, k.transform_text) for k in keys] != \
-                [(k.column.column_id, k.transform_text) for k in current_keys]:
-            if keys:
-                set_partitioning(tx, ref, wanted_spec)
-            else:
-                reset_partitioning(tx, ref)
-        target.stage(tx, state, df, columns, replace=True, partition_keys=keys)
-        tx.touch_data_files([f.data_file_id for f in state.data_files])
-        tx.replanner = dml.replaced_anyway
-        new_columns = "; ".join(changes.new_columns) or None
-        return target.commit(tx, info), new_columns
+        return dml.replace(self._target(), df, info, evolve, not_null, partition_by)
 
     def replace_where(self, df: DataFrame, where: str | Column,
                       info: CommitInfo | None = None) -> Snapshot | None:

@@ -36,7 +36,8 @@ from ..lake.value_text import encode_value
 from . import expressions as sql
 from . import skipping
 from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new, writes_on_driver
-from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
+from .read import FILE_ID, POSITION, ROW_ID, scan
+from .table_state import TableState
 from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake")

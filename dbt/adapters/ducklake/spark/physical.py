@@ -18,14 +18,17 @@ are written by pyarrow on the driver instead (:func:`.write.stage_arrow`).
 
 Inlined rows (a flush) are turned into carriers on the driver (:func:`carrier_value`), with
 DuckDB's own conversions: (U)HUGEINT to DOUBLE as DuckDB's cast rounds, TIMETZ to UTC
-microseconds modulo a day.
+microseconds modulo a day. Inlined rows that are read, not flushed, take the logical form of
+``spark_type(column)`` instead (:func:`to_spark_value`: a TIME as text, a HUGEINT as a
+decimal); both walk a nested value the same way (:func:`walk_value`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -193,19 +196,16 @@ def hugeint_double(value: int, kind: str = "int128") -> float:
 def carrier_value(value: Any, column: ColumnInfo) -> Any:
     """A value decoded from the catalog by :func:`..lake.inlining.codec.parquet_decoder`, in
     the Python form of the column's carrier (``spark_type(physical=True)``)."""
-    if value is None:
-        return None
+    return walk_value(value, column, _carrier_leaf)
+
+
+def carrier_converter(column: ColumnInfo) -> Callable[[Any], Any]:
+    """:func:`carrier_value` for one column."""
+    return lambda value: carrier_value(value, column)
+
+
+def _carrier_leaf(value: Any, column: ColumnInfo) -> Any:
     kind = column.type.name
-    if kind == "struct":
-        if isinstance(value, dict):
-            return tuple(carrier_value(value.get(c.column_name), c) for c in column.children)
-        return tuple(carrier_value(v, c) for v, c in zip(value, column.children))
-    if kind == "list":
-        return [carrier_value(v, column.children[0]) for v in value]
-    if kind == "map":
-        key, item = column.children
-        pairs = value.items() if isinstance(value, dict) else value
-        return {carrier_value(k, key): carrier_value(v, item) for k, v in pairs}
     if kind == "uuid":
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
@@ -249,9 +249,82 @@ def promote(expr: str, old: ColumnInfo, new: ColumnInfo) -> str:
     return sql.cast(value, "DOUBLE")  # below 2**64: DuckDB's cast is exact rounding
 
 
+# ---------------------------------------------------------------------------- catalog values
+def walk_value(value: Any, column: ColumnInfo, leaf: Callable[[Any, ColumnInfo], Any]) -> Any:
+    """A value decoded from the catalog (a struct as a dict, or a tuple in field order; a map
+    as a dict or as pairs) in the nested Python forms Spark takes (a struct as a tuple, a
+    list as a list, a map as a dict), with ``leaf`` applied to every scalar that is not
+    NULL: the one walk :func:`to_spark_value` and :func:`carrier_value` share."""
+    if value is None:
+        return None
+    kind = column.type.name
+    if kind == "struct":
+        if isinstance(value, dict):
+            return tuple(walk_value(value.get(c.column_name), c, leaf) for c in column.children)
+        return tuple(walk_value(v, c, leaf) for v, c in zip(value, column.children))
+    if kind == "list":
+        return [walk_value(v, column.children[0], leaf) for v in value]
+    if kind == "map":
+        key, item = column.children
+        pairs = value.items() if isinstance(value, dict) else value
+        return {walk_value(k, key, leaf): walk_value(v, item, leaf) for k, v in pairs}
+    return leaf(value, column)
+
+
+# Types whose decoded catalog values Spark takes as they are.
+_AS_IS = frozenset({"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                    "float32", "float64", "decimal", "varchar", "blob", "date", "timestamp",
+                    "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"})
+
+
+def spark_converter(column: ColumnInfo) -> Callable[[Any], Any]:
+    """:func:`to_spark_value` for one column; the identity where it would change nothing."""
+    if column.type.name in _AS_IS:
+        return _identity
+    return lambda value: to_spark_value(value, column)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def to_spark_value(value: Any, column: ColumnInfo) -> Any:
+    """A value decoded from the catalog, in the Python form Spark expects for the column
+    (its logical form, ``spark_type(column)``; :func:`carrier_value` gives the carrier)."""
+    return walk_value(value, column, _spark_leaf)
+
+
+def _spark_leaf(value: Any, column: ColumnInfo) -> Any:
+    kind = column.type.name
+    if kind in ("time", "timetz", "time_ns") and isinstance(value, dt.time):
+        return time_text(value, kind == "timetz")
+    if kind in ("uuid", "time", "timetz", "time_ns"):
+        return str(value)
+    if kind in ("int128", "uint128", "uint64"):
+        return Decimal(int(value))
+    if kind == "json" and not isinstance(value, str):
+        return json.dumps(value)
+    return value
+
+
+def time_text(value: dt.time, zone: bool = False) -> str:
+    """A TIME as the text Parquet-backed rows get (:func:`.types.convert`): ``HH:MM:SS[.f]``
+    with trailing fraction zeros dropped, as DuckDB's ``CAST(t AS VARCHAR)``; a TIMETZ is
+    shifted to UTC and gets ``+00``."""
+    if zone and value.tzinfo is not None:
+        offset = value.utcoffset() or dt.timedelta(0)
+        moment = dt.datetime.combine(dt.date(2000, 1, 1), value.replace(tzinfo=None)) - offset
+        value = moment.time()
+    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    if value.microsecond:
+        text += "." + f"{value.microsecond:06d}".rstrip("0")
+    return text + "+00" if zone else text
+
+
 __all__ = [
     "UNWRITABLE",
     "WRITTEN_AS",
+    "carrier_converter",
     "carrier_literal",
     "carrier_value",
     "hugeint_double",
@@ -260,6 +333,10 @@ __all__ = [
     "needs_physical",
     "promote",
     "sort_key",
+    "spark_converter",
+    "time_text",
+    "to_spark_value",
+    "walk_value",
     "write_type",
     "written",
 ]

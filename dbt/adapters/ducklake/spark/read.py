@@ -1,33 +1,28 @@
 """Reading a DuckLake table at a snapshot into one Spark DataFrame.
 
-The driver asks the catalog for the table at snapshot S and assembles native Parquet scans:
-files are grouped by how their columns must be matched (by field id, or by a name mapping)
-and by the column types they were written with; each group is one ``spark.read.parquet``.
-Deleted rows are removed with an anti-join on (data file, row position); inlined rows come
-from the catalog. Hidden columns expose row lineage for updates and the change feed.
+The driver assembles native Parquet scans of the table's state at snapshot S (what the
+catalog says about it, :mod:`.table_state`): files are grouped by how their columns must be
+matched (by field id, or by a name mapping) and by the column types they were written with;
+each group is one ``spark.read.parquet``. Deleted rows are removed with an anti-join on
+(data file, row position); inlined rows come from the catalog. Hidden columns expose row
+lineage for updates and the change feed.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import logging
 import os
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType, StringType, StructField, StructType
-from sqlalchemy import Connection, text
 
-from ..lake import options as lake_options
-from ..lake.catalog import Catalog, build_column_tree, join_path, visible
+from ..lake.catalog import Catalog, join_path
 from ..lake.delete_files import (
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -37,20 +32,12 @@ from ..lake.delete_files import (
 )
 from ..lake.errors import DataFileError
 from ..lake.files import is_local, strip_scheme
-from ..lake.inlining import rows as inlined_data
-from ..lake.models import (
-    ColumnInfo,
-    DataFile,
-    DeleteFile,
-    NameMapping,
-    SchemaInfo,
-    TableInfo,
-    split_changes,
-)
+from ..lake.models import ColumnInfo, DataFile
 from ..lake.pruning import SKIPPING_TYPES
 from . import expressions as sql
 from . import physical as physical_types
 from . import skipping
+from .table_state import TableState, inserted_since
 from .types import FIELD_ID_KEY, convert, needs_conversion, spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -64,220 +51,6 @@ META_COLUMNS = (FILE_ID, POSITION, ROW_ID, SNAPSHOT_ID)
 # the file's own ``_ducklake_internal_snapshot_id`` (NULL when the file has none); only the
 # change feed asks for it, because DuckDB reports it for rows deleted through delete files
 EMBEDDED_SNAPSHOT_ID = "_ducklake_embedded_snapshot_id"
-
-
-@dataclass
-class TableState:
-    """Everything the catalog says about one table at one snapshot."""
-
-    snapshot_id: int
-    schema: SchemaInfo
-    table: TableInfo
-    columns: list[ColumnInfo]
-    table_dir: str
-    data_files: list[DataFile]
-    delete_files: dict[int, DeleteFile]
-    inlined_deletes: dict[int, list[tuple[int, int]]]
-    inlined: list[inlined_data.InlinedRows]
-    column_history: list[Any] = field(default_factory=list)
-    mappings: dict[int, list[NameMapping]] = field(default_factory=dict)
-    inlining_row_limit: int = 10
-    # data file id -> {column id: value text} for columns held in the file's hive path
-    path_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
-    # data file id -> ids of the leaf columns the file holds (its column statistics), for
-    # files written by a compaction (no ``row_id_start``): see :meth:`written_columns`
-    held: dict[int, frozenset[int]] = field(default_factory=dict)
-    # file facts for skipping (:func:`.skipping.file_facts`), read on first use and shared by
-    # the states derived from this one: what a snapshot's files hold never changes
-    facts: dict[Any, Any] = field(default_factory=dict)
-    # whole-table DataFrames of this very state (not copied by ``dataclasses.replace``: a
-    # derived state holds other files)
-    scans: dict[Any, DataFrame] = field(default_factory=dict, init=False, repr=False,
-                                        compare=False)
-
-    def path_of(self, data_file: DataFile) -> str:
-        return join_path(self.table_dir, data_file.path, data_file.path_is_relative)
-
-    def columns_at(self, snapshot: int, cache: dict[int, list[ColumnInfo]]) -> list[ColumnInfo]:
-        if snapshot not in cache:
-            rows = [r for r in self.column_history
-                    if r[1] <= snapshot and (r[2] is None or snapshot < r[2])]
-            cache[snapshot] = build_column_tree(rows)
-        return cache[snapshot]
-
-    def written_columns(self, data_file: DataFile,
-                        cache: dict[int, list[ColumnInfo]]) -> list[ColumnInfo]:
-        """The columns ``data_file`` was written with: the table's at its ``begin_snapshot``,
-        except for a file DuckDB's ``rewrite_data_files`` wrote, which keeps the schema of the
-        file it rewrote (older columns, names and types) although it begins at the rewrite.
-        Its leaf columns (:attr:`held`) then name the latest earlier schema that has exactly
-        them; columns the file lacks read as their default, as DuckDB reads them."""
-        columns = self.columns_at(data_file.begin_snapshot, cache)
-        held = self.held.get(data_file.data_file_id)
-        if not held or _leaf_ids(columns) == held:
-            return columns
-        changes = {r[1] for r in self.column_history} | {
-            r[2] for r in self.column_history if r[2] is not None}
-        for snapshot in sorted(changes, reverse=True):
-            if snapshot < data_file.begin_snapshot:
-                older = self.columns_at(snapshot, cache)
-                if _leaf_ids(older) == held:
-                    return older
-        return columns
-
-
-def _leaf_ids(columns: Sequence[ColumnInfo]) -> frozenset[int]:
-    return frozenset(n.column_id for c in columns for n in c.walk() if not n.children)
-
-
-def held_columns(lake: Catalog, conn: Connection,
-                 files: Sequence[DataFile]) -> dict[int, frozenset[int]]:
-    """Data file id -> the leaf column ids of its column statistics, for the files a
-    compaction wrote (``row_id_start`` NULL: rewritten, flushed, or merged with embedded row
-    ids), whose columns may be those of an older schema (:meth:`TableState.written_columns`).
-    """
-    from sqlalchemy import bindparam
-
-    ids = sorted({f.data_file_id for f in files if f.row_id_start is None})
-    out: dict[int, set[int]] = {}
-    for chunk in range(0, len(ids), 1000):
-        query = text(f"SELECT data_file_id, column_id FROM "
-                     f"{lake.t('ducklake_file_column_stats')} WHERE data_file_id IN :ids"
-                     ).bindparams(bindparam("ids", expanding=True))
-        for row in conn.execute(query, {"ids": ids[chunk:chunk + 1000]}):
-            out.setdefault(int(row[0]), set()).add(int(row[1]))
-    return {k: frozenset(v) for k, v in out.items()}
-
-
-# Table states read recently, per lake: (schema, table, snapshot, latest snapshot) -> state.
-# What a snapshot holds only changes when a later snapshot is committed (a compaction or flush
-# rewrites how older snapshots are stored, and commits a snapshot doing so), so a state stays
-# valid as long as the lake's latest snapshot is the one it was read under. A state of the
-# latest snapshot stays valid longer: until a snapshot changes its table (see _untouched).
-_STATES: weakref.WeakKeyDictionary[Catalog, OrderedDict[tuple[Any, ...], TableState]] = \
-    weakref.WeakKeyDictionary()
-# (lake, schema, table) -> (latest state, the latest snapshot it is known to be valid at)
-_LATEST: weakref.WeakKeyDictionary[Catalog, dict[tuple[str, str], tuple[TableState, int]]] = \
-    weakref.WeakKeyDictionary()
-# changes_made tokens that name the table they change by id
-_TABLE_CHANGES = frozenset({
-    "inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete",
-    "flushed_inlined", "inline_flush", "merge_adjacent", "rewrite_delete", "altered_table",
-    "dropped_table"})
-# ... and those that cannot change a table's contents
-_OTHER_CHANGES = frozenset({
-    "created_schema", "created_view", "dropped_view", "altered_view", "created_scalar_macro",
-    "created_table_macro", "dropped_scalar_macro", "dropped_table_macro"})
-_STATES_PER_LAKE = 64
-_STATES_LOCK = threading.Lock()
-
-
-def load_state(lake: Catalog, schema_name: str, table_name: str, at: int | None = None,
-               contents: bool = True) -> TableState:
-    """Read the catalog state of a table at ``at`` (latest by default) in one transaction.
-
-    ``contents=False`` reads only what a write needs (table, columns, directory, limit) and
-    skips files and inlined rows: an append must not cost more as the table grows.
-
-    A state with contents is kept while the lake's latest snapshot stays the same, and a
-    state of the latest snapshot until a later snapshot changes its table: reading the same
-    table again (a dbt run reads its upstream tables again and again, while each model
-    commits its own) then costs one snapshot lookup instead of the file, delete and
-    inlined-row queries. States are shared: derive new ones with ``dataclasses.replace``,
-    never change them in place.
-    """
-    with lake.read() as conn:
-        latest = lake.latest_snapshot(conn)
-        snapshot = lake.snapshot(version=at, conn=conn) if at is not None and \
-            at != latest.snapshot_id else latest
-        s = snapshot.snapshot_id
-        key = (schema_name, table_name, s, latest.snapshot_id)
-        if contents:
-            with _STATES_LOCK:
-                states = _STATES.setdefault(lake, OrderedDict())
-                hit = states.get(key)
-                if hit is not None:
-                    states.move_to_end(key)
-                    return hit
-                kept = _LATEST.setdefault(lake, {}).get((schema_name, table_name)) \
-                    if s == latest.snapshot_id else None
-            if kept is not None and _untouched(lake, conn, kept[0], kept[1], s):
-                # the same contents, as of this snapshot (a write's transaction is based on
-                # it, and the one it was read at may be expired meanwhile)
-                state = kept[0] if kept[0].snapshot_id == s else replace(kept[0], snapshot_id=s)
-                with _STATES_LOCK:
-                    _LATEST[lake][(schema_name, table_name)] = (state, s)
-                return state
-        schema = lake.schema(schema_name, s, conn)
-        table = lake.table(schema_name, table_name, s, conn)
-        columns = lake.columns(table.table_id, s, conn)
-        if not contents:
-            return TableState(
-                snapshot_id=s, schema=schema, table=table, columns=columns,
-                table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
-                inlined_deletes={}, inlined=[],
-                inlining_row_limit=lake_options.inlining_row_limit(
-                    lake, conn, schema.schema_id, table.table_id))
-        data_files = lake.data_files(table.table_id, s, conn)
-        history = conn.execute(
-            lake_text(lake, "SELECT * FROM {ducklake_column} WHERE table_id = :t"),
-            {"t": table.table_id}).all()
-        state = TableState(
-            snapshot_id=s, schema=schema, table=table, columns=columns,
-            table_dir=lake.table_dir(schema, table), data_files=data_files,
-            delete_files=lake.delete_files(table.table_id, s, conn),
-            inlined_deletes=inlined_data.read_file_deletes(lake, conn, table.table_id, s),
-            inlined=inlined_data.read_rows(lake, conn, table.table_id, visible(), {"s": s}),
-            column_history=[tuple(r) for r in history],
-            mappings=lake.name_mappings(
-                [f.mapping_id for f in data_files if f.mapping_id is not None], conn),
-            inlining_row_limit=lake_options.inlining_row_limit(lake, conn, schema.schema_id,
-                                                               table.table_id),
-        )
-        hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
-            m.is_partition for m in state.mappings.get(f.mapping_id, []))]
-        state.path_values = lake.file_partition_columns(hive, conn)
-        state.held = held_columns(lake, conn, data_files)
-    with _STATES_LOCK:
-        states = _STATES.setdefault(lake, OrderedDict())
-        states[key] = state
-        while len(states) > _STATES_PER_LAKE:
-            states.popitem(last=False)
-        if s == latest.snapshot_id:
-            latest_states = _LATEST.setdefault(lake, {})
-            latest_states[(schema_name, table_name)] = (state, s)
-            while len(latest_states) > _STATES_PER_LAKE:
-                latest_states.pop(next(iter(latest_states)))
-    return state
-
-
-def _untouched(lake: Catalog, conn: Connection, state: TableState, since: int, until: int) -> bool:
-    """Whether no snapshot ``since < s <= until`` changed the table of ``state``, so that
-    the state read at ``since`` is the table at ``until`` as well.
-
-    Only changes that name another table by id, or touch no table, leave it untouched: a
-    rename shows only the new name (``created_table``), so any table creation counts, as does
-    a dropped schema or a change this reader does not know. A missing snapshot (expired in
-    between) counts too, as its changes cannot be seen.
-    """
-    if until <= since:
-        return until == since
-    rows = conn.execute(text(
-        f"SELECT changes_made FROM {lake.t('ducklake_snapshot_changes')} "
-        "WHERE snapshot_id > :a AND snapshot_id <= :b"), {"a": since, "b": until}).all()
-    if len(rows) != until - since:
-        return False
-    table_id = str(state.table.table_id)
-    for (changes,) in rows:
-        for token in split_changes(str(changes) if changes is not None else None):
-            kind, _, value = token.partition(":")
-            kind = kind.lower()
-            if kind in _TABLE_CHANGES:
-                if value.strip() == table_id:
-                    return False
-            elif kind not in _OTHER_CHANGES:
-                return False
-    return True
 
 
 def read(spark: SparkSession, lake: Catalog, state: TableState, metadata: bool = False,
@@ -331,23 +104,6 @@ class TableFrame(_ClassicDataFrame):
         return self._narrowed(condition)
 
 
-def inserted_since(state: TableState, since: int) -> TableState:
-    """The part of ``state`` that snapshots after ``since`` inserted: their data files and
-    inlined rows. A file may still hold older rows (flushed inlined data keeps each row's
-    snapshot), so a scan of it is filtered on :data:`SNAPSHOT_ID` too (:func:`scan_inserted`).
-    """
-    inlined = []
-    for part in state.inlined:
-        keep = [i for i, begin in enumerate(part.begin_snapshots) if begin > since]
-        if keep:
-            inlined.append(replace(
-                part, row_ids=[part.row_ids[i] for i in keep],
-                begin_snapshots=[part.begin_snapshots[i] for i in keep],
-                end_snapshots=[part.end_snapshots[i] for i in keep],
-                values=[part.values[i] for i in keep]))
-    return replace(state, data_files=[f for f in state.data_files if f.begin_snapshot > since],
-                   inlined=inlined)
-
 
 def scan_inserted(spark: SparkSession, state: TableState, since: int) -> DataFrame:
     """The rows of the table at ``state.snapshot_id`` that snapshots after ``since`` inserted,
@@ -356,11 +112,6 @@ def scan_inserted(spark: SparkSession, state: TableState, since: int) -> DataFra
     return scan(spark, inserted_since(state, since), metadata=True) \
         .where(F.col(SNAPSHOT_ID) > F.lit(since))
 
-
-def lake_text(lake: Catalog, sql: str):  # noqa: ANN201 - sqlalchemy TextClause
-    from sqlalchemy import text
-
-    return text(sql.format(ducklake_column=lake.t("ducklake_column")))
 
 
 # ---------------------------------------------------------------------------------- paths
@@ -487,26 +238,10 @@ def scan(
     if carrier and state.inlined:
         raise AssertionError("a carrier scan reads data files only")
     parts: list[DataFrame] = []
-    groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
-    cache: dict[int, list[ColumnInfo]] = {}
-    current_ids = {c.column_id for c in state.columns}
-    for data_file in state.data_files:
-        file_columns = [c for c in state.written_columns(data_file, cache)
-                        if c.column_id in current_ids]
-        by_name = False
-        if data_file.mapping_id is not None:
-            names = {m.target_field_id: m.source_name
-                     for m in state.mappings.get(data_file.mapping_id, [])
-                     if not m.is_partition}
-            file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
-            by_name = True
-        constants = tuple(sorted(state.path_values.get(data_file.data_file_id, {}).items()))
-        key = (by_name, tuple(_signature(c) for c in file_columns), constants)
-        groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
     deleted = _deleted_positions(state)
     columns_only = not metadata and not embedded_snapshot
     wanted = [sql.ident(c.column_name) for c in state.columns]
-    for (_, _, constants), (file_columns, by_name, files) in groups.items():
+    for (_, _, constants), (file_columns, by_name, files) in _file_groups(state).items():
         # files with deleted rows or rows from later snapshots need their catalog facts
         plain = [f for f in files if columns_only and (probe or (
                  f.data_file_id not in deleted
@@ -543,6 +278,31 @@ def scan(
     unwanted = ([] if metadata else list(META_COLUMNS)) + \
         ([] if embedded_snapshot else [EMBEDDED_SNAPSHOT_ID])
     return result.drop(*unwanted) if unwanted else result
+
+
+def _file_groups(state: TableState
+                 ) -> dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]]:
+    """The data files of ``state`` grouped for one ``spark.read.parquet`` each: by how their
+    columns are matched (field ids, or names from a name mapping), the columns and types
+    they were written with, and the values their hive paths hold. Group key -> (the file's
+    columns, matched by name, the files)."""
+    groups: dict[tuple[Any, ...], tuple[list[ColumnInfo], bool, list[DataFile]]] = {}
+    cache: dict[int, list[ColumnInfo]] = {}
+    current_ids = {c.column_id for c in state.columns}
+    for data_file in state.data_files:
+        file_columns = [c for c in state.written_columns(data_file, cache)
+                        if c.column_id in current_ids]
+        by_name = False
+        if data_file.mapping_id is not None:
+            names = {m.target_field_id: m.source_name
+                     for m in state.mappings.get(data_file.mapping_id, [])
+                     if not m.is_partition}
+            file_columns = [r for r in (_rename(c, names) for c in file_columns) if r is not None]
+            by_name = True
+        constants = tuple(sorted(state.path_values.get(data_file.data_file_id, {}).items()))
+        key = (by_name, tuple(_signature(c) for c in file_columns), constants)
+        groups.setdefault(key, (file_columns, by_name, []))[2].append(data_file)
+    return groups
 
 
 # Up to this many deleted rows in a group are removed with a filter on literal positions
@@ -619,6 +379,34 @@ def _scan_group(
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return sql.select(df, _shaped(state, file_columns, constants, carrier))
+    df, conditions, fact = _with_file_facts(spark, df, files, paths, probe)
+    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
+    position = sql.ident(POSITION)
+    # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
+    # them the statement's plan has no literal that changes from snapshot to snapshot: Spark
+    # spells such literals into the code it generates, so every new value is a new class the
+    # JVM runs interpreted until it compiles it again (a 10M-row MERGE scan took 0.87 s
+    # against 0.53 s with the class already compiled).
+    if any(f.partial_max is not None and f.partial_max > state.snapshot_id for f in files):
+        conditions.append(f"({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
+    if conditions:
+        df = df.where(" AND ".join(conditions))
+    return sql.select(df, [
+        *_shaped(state, file_columns, constants, carrier),
+        f"{fact}__fid AS {sql.ident(FILE_ID)}",
+        f"CAST({position} AS BIGINT) AS {position}",
+        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
+        f"{sql.ident(ROW_ID)}",
+        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
+        f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
+    ])
+
+
+def _with_file_facts(spark: SparkSession, df: DataFrame, files: list[DataFile],
+                     paths: list[str], probe: bool) -> tuple[DataFrame, list[str], str]:
+    """``df`` (a scan of ``files``, at ``paths``) with each row's position and its file's
+    catalog facts (``__fid``, ``__row_id_start``, ``__begin``); the conditions that drop rows
+    no file's facts were found for, and the prefix of the facts' column names."""
     # Each row finds its file's facts by a key Spark reports per file. Comparing path strings
     # for every row cost more than the scan itself (MERGE's 10M-row target scan: 3.0 s against
     # 1.2 s for the bare scan); local files were just checked to have the catalog's exact size
@@ -659,26 +447,7 @@ def _scan_group(
                            f"_metadata.row_index AS {sql.ident(POSITION)}") \
             .join(F.broadcast(catalog), on="__key", how="inner")
         conditions, fact = [], ""
-    embedded = sql.ident(SNAPSHOT_ID_COLUMN)
-    position = sql.ident(POSITION)
-    # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
-    # them the statement's plan has no literal that changes from snapshot to snapshot: Spark
-    # spells such literals into the code it generates, so every new value is a new class the
-    # JVM runs interpreted until it compiles it again (a 10M-row MERGE scan took 0.87 s
-    # against 0.53 s with the class already compiled).
-    if any(f.partial_max is not None and f.partial_max > state.snapshot_id for f in files):
-        conditions.append(f"({embedded} IS NULL OR {embedded} <= {state.snapshot_id})")
-    if conditions:
-        df = df.where(" AND ".join(conditions))
-    return sql.select(df, [
-        *_shaped(state, file_columns, constants, carrier),
-        f"{fact}__fid AS {sql.ident(FILE_ID)}",
-        f"CAST({position} AS BIGINT) AS {position}",
-        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
-        f"{sql.ident(ROW_ID)}",
-        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
-        f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
-    ])
+    return df, conditions, fact
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],
@@ -810,7 +579,7 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             [StructField(c.column_name, spark_type(c), True) for c in cols]
             + [StructField(ROW_ID, LongType(), True), StructField(SNAPSHOT_ID, LongType(), True)]
         )
-        convert = [(i, spark_converter(c)) for i, c in zip(index, cols)]
+        convert = [(i, physical_types.spark_converter(c)) for i, c in zip(index, cols)]
         rows = [
             tuple(to(values[i]) for i, to in convert) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)
@@ -829,64 +598,3 @@ def _inlined_frames(spark: SparkSession, state: TableState) -> list[DataFrame]:
             f"CAST(NULL AS BIGINT) AS {sql.ident(POSITION)}", sql.ident(ROW_ID),
             sql.ident(SNAPSHOT_ID), f"CAST(NULL AS BIGINT) AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}"]))
     return frames
-
-
-# Types whose decoded catalog values Spark takes as they are.
-_AS_IS = frozenset({"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                    "float32", "float64", "decimal", "varchar", "blob", "date", "timestamp",
-                    "timestamp_s", "timestamp_ms", "timestamp_ns", "timestamptz"})
-
-
-def spark_converter(column: ColumnInfo) -> Callable[[Any], Any]:
-    """:func:`to_spark_value` for one column; the identity where it would change nothing."""
-    if column.type.name in _AS_IS:
-        return _identity
-    return lambda value: to_spark_value(value, column)
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-def to_spark_value(value: Any, column: ColumnInfo) -> Any:
-    """A value decoded from the catalog, in the Python form Spark expects for the column."""
-    if value is None:
-        return None
-    kind = column.type.name
-    if kind == "struct":
-        if isinstance(value, dict):
-            return tuple(to_spark_value(value.get(c.column_name), c) for c in column.children)
-        return value
-    if kind == "list":
-        return [to_spark_value(v, column.children[0]) for v in value]
-    if kind == "map":
-        items = value.items() if isinstance(value, dict) else value
-        return {to_spark_value(k, column.children[0]): to_spark_value(v, column.children[1])
-                for k, v in items}
-    if kind in ("time", "timetz", "time_ns") and isinstance(value, dt.time):
-        return time_text(value, kind == "timetz")
-    if kind in ("uuid", "time", "timetz", "time_ns"):
-        return str(value)
-    if kind in ("int128", "uint128", "uint64"):
-        from decimal import Decimal
-
-        return Decimal(int(value))
-    if kind == "json" and not isinstance(value, str):
-        import json
-
-        return json.dumps(value)
-    return value
-
-
-def time_text(value: dt.time, zone: bool = False) -> str:
-    """A TIME as the text Parquet-backed rows get (:func:`.types.convert`): ``HH:MM:SS[.f]``
-    with trailing fraction zeros dropped, as DuckDB's ``CAST(t AS VARCHAR)``; a TIMETZ is
-    shifted to UTC and gets ``+00``."""
-    if zone and value.tzinfo is not None:
-        offset = value.utcoffset() or dt.timedelta(0)
-        moment = dt.datetime.combine(dt.date(2000, 1, 1), value.replace(tzinfo=None)) - offset
-        value = moment.time()
-    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    if value.microsecond:
-        text += "." + f"{value.microsecond:06d}".rstrip("0")
-    return text + "+00" if zone else text

@@ -34,6 +34,7 @@ from ..lake.errors import InvalidArgumentError
 from ..lake.models import DataFile
 from ..lake.pruning import Predicate
 from ..lake.types import LakeType
+from .table_state import TableState
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -306,12 +307,12 @@ class Reading:
                 f"(skipped by partition: {s.by_partition}, by statistics: {s.by_statistics})")
 
 
-def judge(lake: Catalog, state: Any, filters: list[ScanFilter],
+def judge(lake: Catalog, state: TableState, filters: list[ScanFilter],
           live: bool = True) -> pruning.Skipped:
-    """The files of ``state`` (a :class:`.read.TableState`) that the scans in ``filters``
-    (those of this table at this snapshot) may need; a file read by a scan without a usable
-    condition, or by no tagged scan at all, is kept. ``live=False`` when the files need not
-    be live at the state's snapshot (the change feed)."""
+    """The files of ``state`` that the scans in ``filters`` (those of this table at this
+    snapshot) may need; a file read by a scan without a usable condition, or by no tagged
+    scan at all, is kept. ``live=False`` when the files need not be live at the state's
+    snapshot (the change feed)."""
     predicates: dict[int, list[Predicate]] = {}
     for item in filters:
         for fid in item.scan.file_ids:
@@ -337,7 +338,7 @@ def judge(lake: Catalog, state: Any, filters: list[ScanFilter],
     return pruning.Skipped(kept, len(state.data_files), by_partition, by_statistics)
 
 
-def file_facts(lake: Catalog, state: Any, column_ids: set[int], live: bool = True
+def file_facts(lake: Catalog, state: TableState, column_ids: set[int], live: bool = True
                ) -> tuple[dict[int, pruning.FileFacts], dict[int, dict[int, pruning.ColumnFacts]]]:
     """Partition facts and statistics facts per data file of ``state`` for ``column_ids``,
     read once per table state (a snapshot never changes) and kept on it."""

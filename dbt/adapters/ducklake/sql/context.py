@@ -18,7 +18,8 @@ from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
-from .temp_views import LakeName, ViewRegistry, parse_name
+from .names import LakeName, parse_name
+from .temp_views import ViewRegistry
 
 
 @dataclass

@@ -29,8 +29,9 @@ from ..spark.expressions import java_class
 from ..spark.lake import PartitionBy
 from ..spark.types import column_specs, lake_type
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
+from .names import LakeName, parse_name, quote
 from .plans import name_parts, seq
-from .temp_views import LakeName, ViewBody, parse_name, quote
+from .temp_views import ViewBody
 from .view_dialects import DUCKDB, SPARK, duckdb_query
 
 log = logging.getLogger("dbt.adapters.ducklake")

@@ -23,8 +23,8 @@ from ..spark.merge import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergeClau
 from ..spark.partitions import key_expression
 from ..spark.types import spark_type
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
+from .names import LakeName, parse_name, quote
 from .plans import name_parts, seq, source_text
-from .temp_views import LakeName, parse_name, quote
 
 
 # ------------------------------------------------------------------ insert

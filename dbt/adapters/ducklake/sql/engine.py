@@ -21,8 +21,8 @@ from ..lake.errors import InvalidArgumentError
 from ..spark.lake import PartitionBy
 from . import ddl, dml
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
+from .names import LakeName, message_parameter
 from .plans import statement_summary, writing_node
-from .temp_views import LakeName, message_parameter
 
 _HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS}
 

@@ -2,12 +2,18 @@
 
 The statement handlers (:mod:`.ddl`, :mod:`.dml`) take names, clauses and expressions from the
 plans Spark's parser builds; these helpers turn the Scala collections and name nodes into
-Python values, and an expression back into the text the user wrote.
+Python values, and an expression back into the text the user wrote. The temp-view registry
+(:mod:`.temp_views`) finds the relations a statement names, and the columns it qualifies by
+schema and table, by walking its parsed plan here (:func:`relation_names`,
+:func:`qualified_columns`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+from .names import quote
 
 
 def source_text(expr: Any, sql: str) -> str:
@@ -112,3 +118,103 @@ def statement_summary(sql: str, limit: int = 80) -> str:
         text = text[end:].strip() if end > 1 else ""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------- relations
+@dataclass(frozen=True)
+class Named:
+    """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
+    positions: one-part names, two-part names, and the CTE names (lower-cased); the start
+    positions of the names that carry an alias (``FROM s.t AS x``), and the aliases
+    (lower-cased)."""
+
+    single: list[tuple[int, int, str]]
+    qualified: list[tuple[int, int, tuple[str, str]]]
+    ctes: set[str]
+    aliased: set[int] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
+
+
+def relation_names(plan: Any) -> Named:
+    """The relation names in a parsed plan (or a part of one)."""
+    named = Named([], [], set())
+    _relations(plan, named, set())
+    return named
+
+
+def qualified_columns(plan: Any, tables: dict[tuple[str, str], str]
+                      ) -> list[tuple[int, int, str, str]]:
+    """The column references and stars of a parsed plan qualified by one of ``tables``
+    (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)``."""
+    found: dict[int, tuple[int, int, str, str]] = {}
+    _qualified_columns(plan, tables, found)
+    return list(found.values())
+
+
+# the parsed plan nodes that give the relation below them a name of their own
+_ALIASING = {"SubqueryAlias", "UnresolvedSubqueryColumnAliases"}
+
+
+def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -> None:
+    """Collect the one- and two-part relation references of a parsed plan, with their spans,
+    and its CTE names and aliases; ``aliased`` when ``node``'s parent names it."""
+    kind = node.nodeName()
+    if kind == "SubqueryAlias":
+        named.aliases.add(str(node.alias()).lower())
+    if kind == "UnresolvedRelation":
+        parts = node.multipartIdentifier()
+        origin = node.origin()
+        if parts.size() <= 2 and origin.startIndex().isDefined() and \
+                origin.stopIndex().isDefined():
+            start, stop = origin.startIndex().get(), origin.stopIndex().get() + 1
+            if aliased:
+                named.aliased.add(start)
+            if parts.size() == 1:
+                named.single.append((start, stop, parts.apply(0)))
+            else:
+                named.qualified.append((start, stop, (parts.apply(0), parts.apply(1))))
+    if kind == "UnresolvedWith":
+        relations = node.cteRelations()
+        for i in range(relations.size()):
+            named.ctes.add(str(relations.apply(i)._1()).lower())
+    for getter in ("children", "innerChildren", "subqueries"):
+        seq = getattr(node, getter)()
+        for i in range(seq.size()):
+            child = seq.apply(i)
+            if child.hashCode() in seen and getter == "subqueries":
+                continue
+            seen.add(child.hashCode())
+            _relations(child, named, seen, kind in _ALIASING and getter == "children")
+
+
+def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
+                       found: dict[int, tuple[int, int, str, str]]) -> None:
+    """Collect, in a parsed plan, the column references and stars qualified by one of
+    ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)`` by
+    start position (a tree reached twice gives the same spans)."""
+    try:
+        expressions = seq(node.expressions())
+    except Exception:  # noqa: BLE001 - py4j: not a plan node
+        return
+    for expression in expressions:
+        stack = [expression]
+        while stack:
+            expr = stack.pop()
+            kind = expr.nodeName()
+            parts: list[str] | None = None
+            if kind == "UnresolvedAttribute":
+                parts = seq(expr.nameParts())
+            elif kind == "UnresolvedStar" and expr.target().isDefined():
+                parts = [*seq(expr.target().get()), "*"]
+            origin = expr.origin()
+            if parts and len(parts) >= 3 and origin.startIndex().isDefined() and \
+                    origin.stopIndex().isDefined():
+                view = tables.get((str(parts[0]).lower(), str(parts[1]).lower()))
+                if view is not None:
+                    rest = ".".join(p if p == "*" else quote(p) for p in parts[2:])
+                    start = origin.startIndex().get()
+                    found[start] = (start, origin.stopIndex().get() + 1, view, rest)
+            stack.extend(seq(expr.children()))
+    for getter in ("children", "innerChildren", "subqueries"):
+        for child in seq(getattr(node, getter)()):
+            _qualified_columns(child, tables, found)

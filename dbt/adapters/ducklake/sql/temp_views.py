@@ -2,7 +2,7 @@
 
 A relation renders as one quoted identifier, `` `schema.table` `` (time travel and the change
 feed add a suffix: `` `schema.table@v42` ``, `` `schema.table@changes:3..7` ``, see
-:class:`LakeName`). When Spark reports such a name as missing, the registry creates the
+:class:`.names.LakeName`). When Spark reports such a name as missing, the registry creates the
 temp view from the lake at the current (or pinned) snapshot and the statement is retried.
 Registered views are dropped again as soon as the lake moves to a new snapshot.
 """
@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -37,10 +37,12 @@ from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
 from ..spark.changes import deletions as feed_deletions
 from ..spark.changes import insertions as feed_insertions
-from ..spark.expressions import java_class, split_identifier
+from ..spark.expressions import java_class
 from ..spark.lake import SparkLake
-from ..spark.read import TableState, load_state, local_frame, scan
-from .plans import seq
+from ..spark.read import local_frame, scan
+from ..spark.table_state import TableState, load_state
+from .names import CURRENT_SNAPSHOT, SNAPSHOTS, LakeName, missing_relation, parse_name, quote
+from .plans import Named, qualified_columns, relation_names
 from .view_dialects import SPARK, duckdb_type, spark_query
 from .view_guard import check_view
 
@@ -50,134 +52,9 @@ log = logging.getLogger("dbt.adapters.ducklake")
 # registered and retried, so that log line would only mislead.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
-_SUFFIX = re.compile(
-    r"^(?P<base>.+?)@(?:v(?P<version>\d+)|ts:(?P<timestamp>.+)"
-    r"|(?P<feed>changes|insertions|deletions):(?P<start>.*?)\.\.(?P<end>.*))$")
 MAX_REGISTRATIONS_PER_STATEMENT = 200
-FEEDS = ("changes", "insertions", "deletions")
 FEED_BUILDERS = {"changes": feed_changes, "insertions": feed_insertions,
                  "deletions": feed_deletions}
-# lake-wide views that belong to no schema
-SNAPSHOTS = "@snapshots"
-CURRENT_SNAPSHOT = "@current_snapshot"
-
-
-@dataclass(frozen=True)
-class LakeName:
-    """A lake relation as a view name: `` `schema.table` `` plus an optional suffix.
-
-    ``@v42`` pins snapshot 42; ``@ts:<time>`` the latest snapshot at or before a time;
-    ``@changes:<start>..<end>`` (also ``insertions``, ``deletions``) is the change feed
-    between two bounds, each a snapshot id or a time (an empty end: the current snapshot).
-    """
-
-    schema: str
-    name: str
-    version: int | None = None
-    timestamp: str | None = None
-    feed: str | None = None
-    start: str | None = None
-    end: str | None = None
-
-    @property
-    def view_name(self) -> str:
-        if not self.schema:
-            return self.name
-        base = f"{self.schema}.{self.name}"
-        if self.version is not None:
-            return f"{base}@v{self.version}"
-        if self.timestamp is not None:
-            return f"{base}@ts:{self.timestamp}"
-        if self.feed is not None:
-            return f"{base}@{self.feed}:{self.start or ''}..{self.end or ''}"
-        return base
-
-    @property
-    def plain(self) -> bool:
-        """Names the relation itself (current or pinned snapshot): writable."""
-        return self.version is None and self.timestamp is None and self.feed is None
-
-
-def parse_name(parts: list[str], default_schema: str | None = None) -> LakeName | None:
-    """A lake name from Spark's name parts: [`s.t`], [`s.t@v3`], [`@snapshots`] or [s, t]."""
-    if len(parts) == 1:
-        text = parts[0]
-        if text in (SNAPSHOTS, CURRENT_SNAPSHOT):
-            return LakeName("", text)
-        suffix: dict[str, str | int | None] = {}
-        match = _SUFFIX.match(text)
-        if match:
-            text = match.group("base")
-            if match.group("version") is not None:
-                suffix["version"] = int(match.group("version"))
-            elif match.group("timestamp") is not None:
-                suffix["timestamp"] = match.group("timestamp")
-            else:
-                suffix.update(feed=match.group("feed"), start=match.group("start") or None,
-                              end=match.group("end") or None)
-        if "." in text:
-            schema, name = text.split(".", 1)
-            return LakeName(schema, name, **suffix)  # type: ignore[arg-type]
-        if default_schema is not None:
-            return LakeName(default_schema, text, **suffix)  # type: ignore[arg-type]
-        return None
-    if len(parts) == 2:
-        return LakeName(parts[0], parts[1])
-    return None
-
-
-def missing_relation(exc: AnalysisException) -> list[str] | None:
-    """The name parts of the relation Spark could not find, if that is what failed."""
-    condition = None
-    for attr in ("getCondition", "getErrorClass"):
-        try:
-            condition = getattr(exc, attr)()
-            if condition:
-                break
-        except Exception:  # noqa: BLE001
-            continue
-    if condition not in ("TABLE_OR_VIEW_NOT_FOUND", "VIEW_NOT_FOUND", "TABLE_NOT_FOUND"):
-        return None
-    name = message_parameter(exc, "relationName") or message_parameter(exc, "viewName") or \
-        message_parameter(exc, "tableName")
-    if not name:
-        return None
-    return split_identifier(name)
-
-
-def message_parameter(exc: Exception, key: str) -> str | None:
-    """One message parameter of a Spark error, ``None`` if it has none of that name.
-
-    Not PySpark's ``getMessageParameters()``: it copies the Java map into a dict through
-    py4j, whose iteration ends on a Java ``NoSuchElementException`` that PySpark converts to
-    a Python exception, a dozen calls into the JVM (more than the rest of a missed
-    relation's registration). One ``get`` on the Java map is one call.
-    """
-    origin = getattr(exc, "_origin", None)
-    if origin is None:
-        return None
-    try:
-        from pyspark import SparkContext
-
-        jvm: Any = SparkContext._jvm  # noqa: SLF001
-        value = jvm.PythonErrorUtils.getMessageParameters(origin).get(key)
-    except Exception:  # noqa: BLE001 - not a SparkThrowable
-        return None
-    return None if value is None else str(value)
-
-
-@dataclass(frozen=True)
-class Named:
-    """The relation names in a parsed statement, ``(start, stop, name)`` by the parser's
-    positions: one-part names, two-part names, and the CTE names (lower-cased); the start
-    positions of the names that carry an alias (``FROM s.t AS x``), and the aliases
-    (lower-cased)."""
-
-    single: list[tuple[int, int, str]]
-    qualified: list[tuple[int, int, tuple[str, str]]]
-    ctes: set[str]
-    aliased: set[int] = field(default_factory=set)
-    aliases: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -204,10 +81,6 @@ class ViewBody:
         columns = f" ({', '.join(quote(a) for a in self.aliases)})" if self.aliases else ""
         query = self.sql if sql is None else sql
         return f"CREATE OR REPLACE TEMP VIEW {quote(name)}{columns} AS {query}"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class ViewRegistry:
@@ -505,9 +378,7 @@ class ViewRegistry:
             plan = self._parser.parsePlan(sql)
         except Exception:  # noqa: BLE001 - the statement parsed before; nothing to add
             return []
-        found: dict[int, tuple[int, int, str, str]] = {}
-        _qualified_columns(plan, tables, found)
-        return list(found.values())
+        return qualified_columns(plan, tables)
 
     def _run(self, action, sql: str | None) -> tuple[Any, str | None]:  # noqa: ANN001
         attempts = 0
@@ -678,9 +549,7 @@ class ViewRegistry:
                 plan = self._parser.parsePlan(sql)
             except Exception:  # noqa: BLE001
                 return None
-        named = Named([], [], set())
-        _relations(plan, named, set())
-        return named
+        return relation_names(plan)
 
     def _references(self, sql: str, named: Named | None = None) -> list[Reference]:
         """Every reference in ``sql`` to a registered lake table view; none for a name a CTE
@@ -701,75 +570,6 @@ class ViewRegistry:
 
 # a condition that may name relations: only a subquery can
 _SUBQUERY = re.compile(r"\b(select|table)\b", re.IGNORECASE)
-
-# the parsed plan nodes that give the relation below them a name of their own
-_ALIASING = {"SubqueryAlias", "UnresolvedSubqueryColumnAliases"}
-
-
-def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -> None:
-    """Collect the one- and two-part relation references of a parsed plan, with their spans,
-    and its CTE names and aliases; ``aliased`` when ``node``'s parent names it."""
-    kind = node.nodeName()
-    if kind == "SubqueryAlias":
-        named.aliases.add(str(node.alias()).lower())
-    if kind == "UnresolvedRelation":
-        parts = node.multipartIdentifier()
-        origin = node.origin()
-        if parts.size() <= 2 and origin.startIndex().isDefined() and \
-                origin.stopIndex().isDefined():
-            start, stop = origin.startIndex().get(), origin.stopIndex().get() + 1
-            if aliased:
-                named.aliased.add(start)
-            if parts.size() == 1:
-                named.single.append((start, stop, parts.apply(0)))
-            else:
-                named.qualified.append((start, stop, (parts.apply(0), parts.apply(1))))
-    if kind == "UnresolvedWith":
-        relations = node.cteRelations()
-        for i in range(relations.size()):
-            named.ctes.add(str(relations.apply(i)._1()).lower())
-    for getter in ("children", "innerChildren", "subqueries"):
-        seq = getattr(node, getter)()
-        for i in range(seq.size()):
-            child = seq.apply(i)
-            if child.hashCode() in seen and getter == "subqueries":
-                continue
-            seen.add(child.hashCode())
-            _relations(child, named, seen, kind in _ALIASING and getter == "children")
-
-
-def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
-                       found: dict[int, tuple[int, int, str, str]]) -> None:
-    """Collect, in a parsed plan, the column references and stars qualified by one of
-    ``tables`` (``(schema, table)`` -> view name): ``(start, stop, view name, the rest)`` by
-    start position (a tree reached twice gives the same spans)."""
-    try:
-        expressions = seq(node.expressions())
-    except Exception:  # noqa: BLE001 - py4j: not a plan node
-        return
-    for expression in expressions:
-        stack = [expression]
-        while stack:
-            expr = stack.pop()
-            kind = expr.nodeName()
-            parts: list[str] | None = None
-            if kind == "UnresolvedAttribute":
-                parts = seq(expr.nameParts())
-            elif kind == "UnresolvedStar" and expr.target().isDefined():
-                parts = [*seq(expr.target().get()), "*"]
-            origin = expr.origin()
-            if parts and len(parts) >= 3 and origin.startIndex().isDefined() and \
-                    origin.stopIndex().isDefined():
-                view = tables.get((str(parts[0]).lower(), str(parts[1]).lower()))
-                if view is not None:
-                    rest = ".".join(p if p == "*" else quote(p) for p in parts[2:])
-                    start = origin.startIndex().get()
-                    found[start] = (start, origin.stopIndex().get() + 1, view, rest)
-            stack.extend(seq(expr.children()))
-    for getter in ("children", "innerChildren", "subqueries"):
-        for child in seq(getattr(node, getter)()):
-            _qualified_columns(child, tables, found)
-
 
 def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any,
             named: Named | None = None,

@@ -31,6 +31,7 @@ from pyspark.sql import SparkSession
 
 from ..lake.errors import UnsafeViewError, UnsupportedViewError
 from ..spark.expressions import java_class
+from .names import quote
 from .plans import seq
 
 # the parsed plan nodes a query over relations is made of (checked by class name)
@@ -218,7 +219,7 @@ class _Walk:
             if self._key(names[0]) not in ctes:
                 self.relations.add(names[0])
             return
-        raise _Refused(_not_lake(".".join(quote_part(n) for n in names), names))
+        raise _Refused(_not_lake(".".join(quote(n) for n in names), names))
 
     def expression(self, expr: Any, ctes: frozenset[str]) -> int:
         """Check an expression tree; the number of subquery expressions in it (each
@@ -290,11 +291,6 @@ def _not_lake(shown: str, parts: list[str] | None = None) -> str:
     return (f"reads {shown}, which is not a table or view of the lake (a lake view can read only "
             "the lake's tables and views: not files by path, tables of Spark's own catalogs "
             "or temp views of a session)")
-
-
-def quote_part(name: str) -> str:
-    """One name part as Spark quotes it."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _message(view: str, construct: str) -> str:
