@@ -27,32 +27,36 @@ from pyspark.sql import functions as F
 
 from ..lake import delete_files, pruning
 from ..lake.delete_files import ROW_ID_COLUMN
-from ..lake.errors import CommitConflictError, InvalidArgumentError, SchemaMismatchError
+from ..lake.errors import CommitConflictError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
-from ..lake.models import ColumnInfo, Snapshot, TableRef
+from ..lake.models import Snapshot, TableRef
 from ..lake.options import inlining_row_limit
 from ..lake.types import TIMESTAMP_TYPES
 from ..lake.value_text import encode_value
 from . import expressions as sql
 from . import skipping
 from .dml import CommitInfo, Target, arrow_locations, stage_kept_and_new, writes_on_driver
+from .merge_statement import (
+    ACTION,
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    SOURCE_ROW,
+    MergeClause,
+    MergeStatement,
+    action_sql,
+    equi_keys,
+    only_equi_keys,
+    outcome_sql,
+    updates_are_source_rows,
+)
 from .read import FILE_ID, POSITION, ROW_ID, TableState, scan
 from .types import spark_type
 
+__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "MergeClause", "MergeResult",
+           "merge_into"]
+
 log = logging.getLogger("dbt.adapters.ducklake")
-
-MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not_matched", "not_matched_by_source"
-ACTIONS = ("update", "update_star", "delete", "insert", "insert_star")
-
-
-@dataclass(frozen=True)
-class MergeClause:
-    """One WHEN clause: which rows it applies to, its condition, and what it does."""
-
-    when: str  # matched | not_matched | not_matched_by_source
-    action: str  # update | update_star | delete | insert | insert_star
-    condition: str | None = None
-    assignments: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,13 +81,9 @@ def merge_into(
     info: CommitInfo | None = None,
 ) -> MergeResult:
     """Carry out ``MERGE INTO table AS target_alias USING source AS source_alias ON on``."""
-    for clause in clauses:
-        if clause.action not in ACTIONS:
-            raise InvalidArgumentError(
-                f"unknown MERGE action {clause.action!r}; accepted: {', '.join(ACTIONS)}")
+    statement = MergeStatement(on, tuple(clauses), target_alias, source_alias)
     state = table.state()
     columns = state.columns
-    by_lower = {c.column_name.lower(): c.column_name for c in columns}
     t, s = target_alias, source_alias
     kinds = {c.when for c in clauses}
     # The source is evaluated once: it feeds the key range, the join with the target and the
@@ -102,10 +102,11 @@ def merge_into(
     def project(frame: DataFrame, sides: dict[str, str], keep: str,
                 values: bool = True) -> DataFrame:
         """The rows of ``frame`` that ``keep`` holds for, once each has its clause
-        (:func:`_action`), projected to what the writes need (:func:`_outcome`)."""
-        frame = sql.select(frame, ["*", f"{_action(clauses, sides)} AS {ACTION}"])
-        return sql.select(frame.where(keep), _outcome(clauses, sides, columns, by_lower, t, s,
-                                                      source.columns, values))
+        (:func:`.merge_statement.action_sql`), projected to what the writes need
+        (:func:`.merge_statement.outcome_sql`)."""
+        frame = sql.select(frame, ["*", f"{action_sql(clauses, sides)} AS {ACTION}"])
+        return sql.select(frame.where(keep), outcome_sql(statement, sides, columns,
+                                                         source.columns, values))
 
     def paired(target: DataFrame, joined_columns: list[str] | None = None) -> DataFrame:
         """Each target row with each source row the ON condition pairs it with (and, with WHEN
@@ -115,8 +116,9 @@ def merge_into(
 
         With ``joined_columns`` (the source columns the ON condition names) only those are
         joined and the pairs carry no values: for a merge whose updates are its source rows
-        as they are (:func:`_updates_are_source_rows`), whose values the collected candidate
-        inserts hold. Spark then broadcasts the keys alone, not every source column."""
+        as they are (:func:`.merge_statement.updates_are_source_rows`), whose values the
+        collected candidate inserts hold. Spark then broadcasts the keys alone, not every
+        source column."""
         source_side = src if joined_columns is None else \
             src.select(*[_q(c) for c in joined_columns], SOURCE_ROW)
         if broadcast_source:
@@ -179,7 +181,7 @@ def merge_into(
         probing = whole or not (large and _probe_holds_every_source_row(clauses))
         # Collected to write from the driver, dbt's merge (UPDATE SET *, INSERT *) takes its
         # updated rows' values from the candidate inserts, which hold every source row.
-        joined_columns = _updates_are_source_rows(clauses, columns, source.columns, on, t, s) \
+        joined_columns = updates_are_source_rows(statement, columns, source.columns) \
             if probing and on_driver else None
         pairs = paired(target) if joined_columns is None else None
         if not (probing and on_driver):
@@ -358,58 +360,6 @@ def _probe_holds_every_source_row(clauses: Sequence[MergeClause]) -> bool:
     return any(c.when == NOT_MATCHED and not c.condition for c in clauses)
 
 
-def _updates_are_source_rows(clauses: Sequence[MergeClause], columns: Sequence[ColumnInfo],
-                             source_columns: Sequence[str], on: str, t: str, s: str,
-                             ) -> list[str] | None:
-    """The source columns the ON condition names, when the merge is dbt's (``WHEN MATCHED
-    THEN UPDATE SET *``, or a SET of every column to the source's column of that name, as
-    dbt's merge strategy spells it, and ``WHEN NOT MATCHED THEN INSERT *``; no conditions)
-    over a source that has every target column: an updated row is then its source row's
-    candidate insert, and the join needs only the keys. ``None`` otherwise, or when the ON
-    condition names a column without the source's alias (which side it is Spark decides)."""
-    import sqlglot
-    from sqlglot import exp
-
-    present = {c.lower(): c for c in source_columns}
-    if len(clauses) != 2 or any(c.condition for c in clauses) or \
-            any(c.column_name.lower() not in present for c in columns) or \
-            {c.when for c in clauses} != {MATCHED, NOT_MATCHED}:
-        return None
-    for clause in clauses:
-        if clause.when == NOT_MATCHED and clause.action != "insert_star" or \
-                clause.when == MATCHED and clause.action not in ("update", "update_star"):
-            return None
-        if clause.action == "update":
-            by_lower = {c.column_name.lower(): c.column_name for c in columns}
-            sets = _assignments(clause, by_lower, t, s, source_columns)
-            if len(sets) != len(columns):
-                return None
-            for name, value in sets.items():
-                try:
-                    tree = sqlglot.parse_one(value, read="spark")
-                except sqlglot.errors.ParseError:
-                    return None
-                if not (isinstance(tree, exp.Column) and tree.table.lower() == s.lower()
-                        and tree.name.lower() == name.lower()
-                        and tree.args.get("db") is None):
-                    return None
-
-    terms = _terms(on)
-    if terms is None:
-        return None
-    named = []
-    for term in terms:
-        for column in term.find_all(exp.Column):
-            if not column.table or column.args.get("db") is not None:
-                return None  # unqualified, or a struct's field: which side is Spark's call
-            if column.table.lower() != s.lower():
-                continue
-            if column.name.lower() not in present:
-                return None
-            named.append(present[column.name.lower()])
-    return list(dict.fromkeys(named))
-
-
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame, on: str,
                           t: str, s: str) -> tuple[TableState | None, int, list[str]]:
     """The table state without the data files no source key can match (``None`` if the source
@@ -479,54 +429,9 @@ def _fill_observed(cached: DataFrame, metrics: Sequence[Column]) -> list[Any]:
     return [values.get(f"m{i}") for i in range(len(named))]
 
 
-def _terms(on: str) -> list[Any] | None:
-    """The ON condition's top-level AND terms as sqlglot trees; ``None`` if it does not parse."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(on, read="spark")
-    except sqlglot.errors.ParseError:
-        return None
-    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
-
-
-def only_equi_keys(on: str, t: str, s: str) -> bool:
-    """Whether every top-level AND term of the ON condition is an equality ``t.a = s.b``:
-    then Spark puts no filter on the target scan that statistics could judge (it infers only
-    ``IS NOT NULL``). Any other term may be one, directly (dbt's ``incremental_predicates``)
-    or inferred through an equality (``s.a > 5`` gives ``t.a > 5``)."""
-    terms = _terms(on)
-    return terms is not None and len(equi_keys(on, t, s)) == len(terms)
-
-
-def equi_keys(on: str, t: str, s: str) -> list[tuple[str, str]]:
-    """(target column, source column), lower-cased, for each ``t.a = s.b`` that is one of the
-    ON condition's top-level AND terms; nothing for a condition sqlglot cannot parse."""
-    from sqlglot import exp
-
-    terms = _terms(on)
-    if terms is None:
-        return []
-    out = []
-    for term in terms:
-        if not isinstance(term, exp.EQ):
-            continue
-        left, right = term.this, term.expression
-        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
-            continue
-        sides = {left.table.lower(): left.name.lower(), right.table.lower(): right.name.lower()}
-        if t.lower() in sides and s.lower() in sides and t.lower() != s.lower():
-            out.append((sides[t.lower()], sides[s.lower()]))
-    return out
-
-
 # Key types whose Python values (from the source's key range) cast back from their text to
 # the same value: integers, decimals and dates.
 _SPELLED_KEYS = pruning.PRUNABLE_TYPES - TIMESTAMP_TYPES
-ACTION = "__ducklake_action"
-# Each source row's number (monotonically_increasing_id, fixed by the source's cache).
-SOURCE_ROW = "__ducklake_source_row"
 # Outcomes up to this many rows are collected to the driver in one job (a merge's typical
 # few changed rows); larger ones stay in Spark, unless the source's cache is within
 # DRIVER_BYTES (_source_fits_driver).
@@ -538,56 +443,6 @@ DRIVER_BYTES = 256 * 1024 * 1024
 # merge of 200,000 source rows whose range left out about 1.1M rows of a 1.25M-row file took
 # 0.82 s with the range and 0.72 s without it (median of 8, each merge's range different).
 KEY_RANGE_MIN_ROWS_OUTSIDE = 2_000_000
-
-
-def _action(clauses: Sequence[MergeClause], sides: dict[str, str]) -> str:
-    """SQL: the index of the first clause that applies to a row, NULL for none; ``sides``
-    says, for each kind of clause the frame can hold (matched, not matched, not matched by
-    source), when a row is of that kind."""
-    tests = []
-    for index, clause in enumerate(clauses):
-        if clause.when not in sides:
-            continue
-        test = sides[clause.when]
-        if clause.condition:
-            test = f"({test}) AND coalesce(({clause.condition}), false)"
-        tests.append(f"WHEN {test} THEN {index}")
-    return sql.cast(f"CASE {' '.join(tests)} END" if tests else "NULL", "INT")
-
-
-def _outcome(clauses: Sequence[MergeClause], sides: dict[str, str],
-             columns: Sequence[ColumnInfo], by_lower: dict[str, str], t: str, s: str,
-             source_columns: Sequence[str], values: bool = True) -> list[str]:
-    """SQL projecting a merge frame's rows to what the writes need: the clause index
-    (:data:`ACTION`), the target row's location (NULL in a frame of source rows alone), the
-    source row's number and (with ``values``) each column's new value under the clauses of
-    ``sides``. As text, the projection reaches the JVM in one call
-    (:func:`.expressions.select`).
-
-    Only the columns these expressions use are read from the target's files: for an
-    ``UPDATE SET *`` that is the merge key alone.
-    """
-    cases: dict[str, list[str]] = {c.column_name: [] for c in columns}
-    for index, clause in enumerate(clauses):
-        if clause.when not in sides or \
-                clause.action not in ("update", "update_star", "insert", "insert_star"):
-            continue
-        sets = _assignments(clause, by_lower, t, s, source_columns)
-        updating = clause.action.startswith("update")
-        for c in columns:
-            name = c.column_name
-            if name in sets:
-                cases[name].append(f"WHEN {ACTION} = {index} THEN ({sets[name]})")
-            elif updating:
-                cases[name].append(f"WHEN {ACTION} = {index} THEN {_q(t)}.{_q(name)}")
-    located = NOT_MATCHED not in sides
-    return [ACTION,
-            *[f"{_q(t)}.{m} AS {m}" if located else f"CAST(NULL AS BIGINT) AS {m}"
-              for m in (FILE_ID, POSITION, ROW_ID)],
-            f"{_q(s)}.{SOURCE_ROW} AS {SOURCE_ROW}",
-            *[sql.cast(f"CASE {' '.join(cases[c.column_name])} END"
-                       if cases[c.column_name] else "NULL", spark_type(c))
-              + f" AS {_q(c.column_name)}" for c in columns if values]]
 
 
 def _rows_of(outcome: pa.Table, clauses: Sequence[int]) -> pa.Table:
@@ -615,30 +470,3 @@ def _arrow_touched(table: pa.Table,
             f"{twice[0].as_py()}); make the ON condition match at most one source row per "
             "target row, e.g. deduplicate the source on the merge key")
     return arrow_locations(table)
-
-
-def _assignments(clause: MergeClause, columns: dict[str, str], t: str, s: str,
-                 source_columns: Sequence[str]) -> dict[str, str]:
-    """Target column -> SQL expression, for ``SET``/``VALUES`` lists and for ``*``.
-
-    ``*`` takes every target column the source has, by name; a target column the source
-    lacks keeps its value (update) or is NULL (insert), as after ``on_schema_change``.
-    """
-    if clause.action in ("update_star", "insert_star"):
-        present = {c.lower() for c in source_columns}
-        return {name: f"{_q(s)}.{_q(name)}" for lower, name in columns.items()
-                if lower in present}
-    out = {}
-    for key, value in clause.assignments:
-        parts = sql.split_identifier(key)  # `a``b` is the column a`b
-        if len(parts) == 2 and parts[0].lower() == t.lower():
-            parts = parts[1:]
-        name = ".".join(parts)
-        if name.lower() not in columns:
-            raise SchemaMismatchError(
-                f"MERGE sets unknown column {name!r}; the table has "
-                + ", ".join(columns.values()))
-        out[columns[name.lower()]] = value
-    return out
-
-
