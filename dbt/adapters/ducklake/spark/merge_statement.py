@@ -58,7 +58,8 @@ class MergeStatement:
     @property
     def by_source(self) -> bool:
         """Whether a ``WHEN NOT MATCHED BY SOURCE`` clause applies to target rows the source
-        does not match: then every target row is read, and none is pruned."""
+        does not match: then the join keeps every target row, and the source's key range
+        prunes no data file."""
         return any(c.when == NOT_MATCHED_BY_SOURCE for c in self.clauses)
 
     @property
