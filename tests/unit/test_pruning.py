@@ -7,7 +7,12 @@ import pytest
 from dbt.adapters.ducklake.lake.models import ColumnInfo, DataFile
 from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, rows_outside
 from dbt.adapters.ducklake.lake.types import LakeType
-from dbt.adapters.ducklake.spark.merge import MergeClause, _updates_are_source_rows, equi_keys
+from dbt.adapters.ducklake.spark.merge_statement import (
+    MergeClause,
+    MergeStatement,
+    equi_keys,
+    updates_are_source_rows,
+)
 
 parse_type = LakeType.parse
 
@@ -90,7 +95,8 @@ def test_dbt_merge_is_recognised_with_the_source_columns_its_on_condition_names(
 
     def judged(on: str, clauses: list[MergeClause] = dbt,
                source: tuple[str, ...] = ("ID", "day", "v", "extra")) -> list[str] | None:
-        return _updates_are_source_rows(clauses, columns, source, on, "t", "s")
+        return updates_are_source_rows(MergeStatement(on, tuple(clauses), "t", "s"), columns,
+                                       source)
 
     assert judged("t.id = s.id") == ["ID"]  # the source's own spelling
     assert judged("t.id = s.id AND t.day = s.day AND s.day > t.day - 7") == ["ID", "day"]
@@ -111,10 +117,10 @@ def test_dbt_merge_is_recognised_with_the_source_columns_its_on_condition_names(
     assert judged("t.id = s.id", [spelled, dbt[1]]) == ["ID"]
     as_dbt = MergeClause("matched", "update", assignments=tuple(
         (f"`{c}`", f"DBT_INTERNAL_SOURCE.`{c}`") for c in ("id", "day", "v")))
-    assert _updates_are_source_rows(
-        [as_dbt, dbt[1]], columns, ("id", "day", "v"),
-        "DBT_INTERNAL_SOURCE.id = DBT_INTERNAL_DEST.id", "DBT_INTERNAL_DEST",
-        "DBT_INTERNAL_SOURCE") == ["id"]
+    assert updates_are_source_rows(
+        MergeStatement("DBT_INTERNAL_SOURCE.id = DBT_INTERNAL_DEST.id", (as_dbt, dbt[1]),
+                       "DBT_INTERNAL_DEST", "DBT_INTERNAL_SOURCE"),
+        columns, ("id", "day", "v")) == ["id"]
     for other in ("s.v + 1", "t.v", "s.day", "s.v.x"):
         changed = MergeClause("matched", "update", assignments=(
             ("id", "s.id"), ("day", "s.day"), ("v", other)))
