@@ -312,6 +312,7 @@ def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
     def build(kind: str) -> CommitInfo:
         invocation_id, command = _invocation()
         node = getattr(_local, "node", None)
+        dbt_version: str | None
         try:
             from dbt.version import __version__ as dbt_version
         except Exception:  # noqa: BLE001
