@@ -507,13 +507,9 @@ def _backend_alive(conn: Connection, pid: int) -> bool:
 
 
 def _fingerprint_found(lake: Catalog, conn: Connection, snapshot: Snapshot) -> bool:
-    row = conn.execute(
-        text(lake._snapshot_select() + " WHERE s.snapshot_id = :sid"),
-        {"sid": snapshot.snapshot_id},
-    ).first()
-    if row is None:
+    found = lake.find_snapshot(snapshot.snapshot_id, conn)
+    if found is None:
         return False
-    found = lake._snapshot(row)
     return (found.snapshot_time, found.schema_version, found.next_catalog_id,
             found.next_file_id, found.changes_made, found.author, found.commit_message,
             found.commit_extra_info) == (

@@ -47,7 +47,7 @@ class StatementContext:
         self.registry = registry
         self.commit_info = commit_info or (lambda _kind: CommitInfo())
         self.read_only = read_only
-        self._parser = spark._jsparkSession.sessionState().sqlParser()
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
         """A connection pinned to a snapshot reads the past: it must not write. ``what`` names
@@ -62,7 +62,7 @@ class StatementContext:
         a plan it failed to analyse, so a failed plan cannot be analysed again.
         """
         datasets = java_class(self.spark, "org.apache.spark.sql.classic.Dataset")
-        jss = self.spark._jsparkSession
+        jss = self.spark._jsparkSession  # noqa: SLF001
 
         def build(text: str) -> DataFrame:
             jplan = part(self._parser.parsePlan(text))
