@@ -106,7 +106,7 @@ def _workload(partial: str) -> None:
     started = time.monotonic()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    gateway = spark.sparkContext._gateway  # noqa: SLF001 - to wait for the JVM's exit
+    gateway = spark.sparkContext._gateway  # to wait for the JVM's exit
     with tempfile.TemporaryDirectory() as tmp:
         lake = SparkLake.open(spark, f"sqlite:///{tmp}/catalog.sqlite", f"{tmp}/data/")
         engine = Engine(spark, lake, ViewRegistry(spark, lake))

@@ -488,7 +488,7 @@ def test_statement_caches_skip_compression_for_themselves_alone(spark, monkeypat
     monkeypatch.undo()
     spark.conf.set(setting, "false")
     try:
-        assert sql._uncompressed_session(frame) is None  # noqa: SLF001
+        assert sql._uncompressed_session(frame) is None
         assert cached_bytes(lambda: sql.cached(frame)) == ours
     finally:
         spark.conf.set(setting, "true")

@@ -92,7 +92,7 @@ def test_many_live_files_are_all_read(spark, lake, duck, lake_target):  # noqa: 
 
 
 def executed_plan(df) -> str:  # noqa: ANN001
-    return df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    return df._jdf.queryExecution().executedPlan().toString()
 
 
 def test_an_arrow_table_beyond_the_inlining_limit_is_written_on_the_driver(  # noqa: ANN001

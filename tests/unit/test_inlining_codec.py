@@ -73,7 +73,7 @@ def pg_user() -> str | None:
                 with psycopg.connect(PG_URL.format(user=user), connect_timeout=3):
                     found = user
                     break
-            except Exception:
+            except Exception:  # noqa: BLE001 - any failure: this user cannot connect
                 continue
         _PG_USER.append(found)
     return _PG_USER[0]

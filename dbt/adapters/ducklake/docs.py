@@ -11,6 +11,7 @@ from dbt.adapters.base.relation import BaseRelation
 from .column import type_name
 from .lake.errors import NotFoundError
 from .lake.inlining import rows as inlined_data
+from .relation import lake_name
 from .runtime import Runtime
 from .spark.lake import UNCHANGED
 from .sql.names import quote
@@ -23,12 +24,12 @@ def persist_docs(runtime: Runtime, relation: BaseRelation, description: str | No
                  columns: dict[str, Any] | None) -> None:
     """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
     lake = runtime.lake.catalog
-    name = (relation.schema, relation.identifier)
+    name = schema, identifier = lake_name(relation)
     comments: dict[str, str | None] = {}
     try:
         names = [c.column_name for c in lake.columns(lake.table(*name).table_id)]
     except NotFoundError:
-        if not any(v.view_name == relation.identifier for v in lake.views(relation.schema)):
+        if not any(v.view_name == identifier for v in lake.views(schema)):
             return
         names = []  # a view's columns take no comments
     for key, column in (columns or {}).items():
@@ -99,9 +100,10 @@ def catalog_table(runtime: Runtime, relation: BaseRelation) -> Any:
         TableMetadata,
     )
 
-    table = catalog(runtime, [relation.schema])
-    rows = [r for r in table.rows if r["table_schema"] == relation.schema
-            and r["table_name"] == relation.identifier]
+    schema, identifier = lake_name(relation)
+    table = catalog(runtime, [schema])
+    rows = [r for r in table.rows if r["table_schema"] == schema
+            and r["table_name"] == identifier]
     if not rows:
         return None
     first = rows[0]
@@ -115,8 +117,8 @@ def catalog_table(runtime: Runtime, relation: BaseRelation) -> Any:
         id="has_stats", label="Has Stats?", value=len(stats) > 0, include=False,
         description="Indicates whether there are statistics for this table")
     return CatalogTable(
-        metadata=TableMetadata(type=first["table_type"], schema=relation.schema,
-                               name=relation.identifier, database=None,
+        metadata=TableMetadata(type=first["table_type"], schema=schema,
+                               name=identifier, database=None,
                                comment=first["table_comment"], owner=None),
         columns={r["column_name"]: ColumnMetadata(type=r["column_type"],
                                                   index=int(r["column_index"]),
@@ -143,11 +145,12 @@ def last_modified(runtime: Runtime, relations: list[BaseRelation]) -> Any:
     snapshots = lake.snapshots()
     rows = []
     for relation in relations:
+        schema, identifier = lake_name(relation)
         try:
-            table = lake.table(relation.schema, relation.identifier)
+            table = lake.table(schema, identifier)
         except NotFoundError:
             continue
-        created = f'created_table:"{relation.schema}"."{relation.identifier}"'
+        created = f'created_table:"{schema}"."{identifier}"'
         touched = {f"{kind}:{table.table_id}" for kind in (
             "inserted_into_table", "deleted_from_table", "inlined_insert", "inlined_delete",
             "altered_table")} | {created}
@@ -158,7 +161,7 @@ def last_modified(runtime: Runtime, relations: list[BaseRelation]) -> Any:
         if last is not None:
             now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
             when = last.snapshot_time.astimezone(dt.timezone.utc).replace(tzinfo=None)
-            rows.append([relation.schema, relation.identifier, when, now])
+            rows.append([schema, identifier, when, now])
     table = table_from_rows(rows, ["schema", "identifier", "last_modified", "snapshotted_at"])
     return SimpleNamespace(response=AdapterResponse(_message="OK"), table=table)
 

@@ -22,7 +22,7 @@ from . import docs, python_models, seeds
 from .column import DuckLakeColumn, type_name
 from .connections import DuckLakeConnectionManager
 from .lake.errors import DuckLakeError, NotFoundError
-from .relation import DuckLakeRelation
+from .relation import DuckLakeRelation, lake_name
 from .runtime import Runtime, check_writable
 from .sql.names import LakeName
 
@@ -63,7 +63,8 @@ class DuckLakeAdapter(SQLAdapter):
     def is_cancelable(cls) -> bool:
         return False
 
-    def quote(self, identifier: str) -> str:
+    @classmethod
+    def quote(cls, identifier: str) -> str:
         return "`" + str(identifier).replace("`", "``") + "`"
 
     @classmethod
@@ -129,6 +130,8 @@ class DuckLakeAdapter(SQLAdapter):
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
         lake = self.runtime().lake.catalog
         out: list[BaseRelation] = []
+        if schema_relation.schema is None:  # no schema: nothing to list
+            return out
         for kind, name in lake.relations(schema_relation.schema):
             out.append(self.Relation.create(
                 database=schema_relation.database, schema=schema_relation.schema,
@@ -163,8 +166,13 @@ class DuckLakeAdapter(SQLAdapter):
         """Create or replace a seed table from a CSV in one snapshot; returns the row count."""
         runtime = self.runtime()
         check_writable(runtime, f"the seed {relation}")
-        types = {name: column_types.get(name) or self.convert_agate_type(agate_table, i)
-                 for i, name in enumerate(agate_table.column_names)}
+        types: dict[str, str] = {}
+        for i, name in enumerate(agate_table.column_names):
+            spark_type = column_types.get(name) or self.convert_agate_type(agate_table, i)
+            if spark_type is None:  # an agate type dbt has no conversion for
+                raise DbtRuntimeError(f"the seed {relation}: column {name!r} has no type; "
+                                      "set it in the seed's column_types")
+            types[name] = spark_type
         return seeds.load_seed(runtime, relation, agate_table, types, full_refresh, self.quote,
                                quote_columns, delimiter)
 
@@ -179,7 +187,7 @@ class DuckLakeAdapter(SQLAdapter):
         if sql_header:
             engine.execute(sql_header)
         df = runtime.registry.run_with_views(runtime.spark.sql, sql)
-        name = LakeName(relation.schema, relation.identifier)  # type: ignore[arg-type]
+        name = LakeName(*lake_name(relation))
         result = engine.replace_table(name, df, tuple(not_null), partition_by=partition_by or [])
         snapshot = result.snapshot.snapshot_id if result.snapshot else "?"
         return f"{result.kind} (snapshot {snapshot})"
@@ -222,7 +230,7 @@ class DuckLakeAdapter(SQLAdapter):
         """The table's DuckLake partition keys, as ``region`` or ``year(ts)``; empty when it
         has no partition spec (or does not exist)."""
         try:
-            table = self.runtime().lake.table((relation.schema, relation.identifier))
+            table = self.runtime().lake.table(lake_name(relation))
         except NotFoundError:
             return []
         return table.partitioning()
@@ -255,8 +263,7 @@ class DuckLakeAdapter(SQLAdapter):
         runtime = self.runtime()
         check_writable(runtime, f"post_commit_maintenance of {relation}")
         try:
-            results = maintenance.post_commit(runtime.lake, relation.schema,  # type: ignore[arg-type]
-                                              relation.identifier, operations)  # type: ignore[arg-type]
+            results = maintenance.post_commit(runtime.lake, *lake_name(relation), operations)
         except DuckLakeError as exc:
             raise DbtRuntimeError(str(exc)) from exc
         runtime.registry.invalidate()

@@ -10,6 +10,7 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt_common.exceptions import DbtRuntimeError
 
 from .lake.errors import DuckLakeError
+from .relation import lake_name
 from .runtime import Runtime, check_writable
 
 
@@ -32,14 +33,14 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
             # pandas-on-Spark frames convert themselves; pandas frames go through Arrow
             df = df.to_spark() if hasattr(df, "to_spark") else \
                 runtime.spark.createDataFrame(df)
-        name = (relation.schema, relation.identifier)
+        name = schema, identifier = lake_name(relation)
         info = runtime.engine.commit_info("PYTHON MODEL")
-        if not runtime.lake.catalog.schemas() or relation.schema not in [
+        if not runtime.lake.catalog.schemas() or schema not in [
                 s.schema_name for s in runtime.lake.catalog.schemas()]:
-            runtime.lake.create_schema(relation.schema, if_not_exists=True, info=info)
+            runtime.lake.create_schema(schema, if_not_exists=True, info=info)
         raw = config.get("partition_by") or config.get("partitioned_by") or []
         partition_by = [raw] if isinstance(raw, str) else list(raw)
-        if f"{relation.schema}.{relation.identifier}" in runtime.lake.tables(relation.schema):
+        if f"{schema}.{identifier}" in runtime.lake.tables(schema):
             runtime.lake.table(name).replace(df, info=info, partition_by=partition_by)
         else:  # a view of that name is dropped in the table's snapshot
             runtime.lake.create_table(name, df, or_replace=True, info=info,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.base.relation import BaseRelation, Policy
+from dbt_common.exceptions import DbtRuntimeError
 
 
 @dataclass
@@ -50,3 +51,12 @@ class DuckLakeRelation(BaseRelation):
         """The rendering of this relation pinned to a snapshot (time travel)."""
         name = f"{self.schema}.{self.identifier}@v{int(version)}"
         return "`" + name.replace("`", "``") + "`"
+
+
+def lake_name(relation: BaseRelation) -> tuple[str, str]:
+    """``(schema, table)`` of a relation naming a lake table or view. dbt types both parts as
+    optional; the relations it hands to writes and lookups always carry both."""
+    schema, identifier = relation.schema, relation.identifier
+    if schema is None or identifier is None:
+        raise DbtRuntimeError(f"{relation!r} names no lake relation: it needs a schema and a name")
+    return schema, identifier

@@ -181,8 +181,9 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
         builder = builder.config("spark.pyspark.python", sys.executable)
     for key, value in (credentials.spark_conf or {}).items():
         builder = builder.config(key, str(value))
-    log_file = None if credentials.spark_console or SparkContext._active_spark_context \
-        else _dbt_log_file()
+    # pyspark keeps the running SparkContext only in this private attribute
+    active = SparkContext._active_spark_context  # noqa: SLF001
+    log_file = None if credentials.spark_console or active else _dbt_log_file()
     with _stderr_to(log_file):
         session = builder.getOrCreate()
     # Task failures reach the user as the statement's error; the JVM's own log is noise.
@@ -263,7 +264,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         except DbtRuntimeError:
             lake.close()
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             lake.close()
             raise DbtRuntimeError(
                 f"could not start Spark (master {credentials.master!r}): {_short(exc)}. Check "
@@ -312,6 +313,7 @@ def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
     def build(kind: str) -> CommitInfo:
         invocation_id, command = _invocation()
         node = getattr(_local, "node", None)
+        dbt_version: str | None
         try:
             from dbt.version import __version__ as dbt_version
         except Exception:  # noqa: BLE001

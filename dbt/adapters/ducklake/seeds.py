@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base.relation import BaseRelation
 from dbt_common.exceptions import DbtRuntimeError
 
+from .relation import lake_name
 from .runtime import Runtime
 
 if TYPE_CHECKING:
@@ -35,12 +36,12 @@ def load_seed(runtime: Runtime, relation: BaseRelation, agate_table: agate.Table
     df = runtime.spark.createDataFrame(rows, schema)
     df = df.select(*[F.col(quote(n)).cast(types[n]).alias(n) for n in names])
     lake = runtime.lake
-    name = (relation.schema, relation.identifier)
+    name = schema, identifier = lake_name(relation)
     info = runtime.engine.commit_info("SEED")
-    if relation.schema not in lake.schemas():  # dbt creates a run's schemas first: rarely here
-        lake.create_schema(relation.schema, if_not_exists=True, info=info)
-    kinds = {n.lower(): k for k, n in lake.catalog.relations(relation.schema)}
-    if kinds.get(relation.identifier.lower()) == "table" and not full_refresh:
+    if schema not in lake.schemas():  # dbt creates a run's schemas first: rarely here
+        lake.create_schema(schema, if_not_exists=True, info=info)
+    kinds = {n.lower(): k for k, n in lake.catalog.relations(schema)}
+    if kinds.get(identifier.lower()) == "table" and not full_refresh:
         lake.table(name).replace(df, info=info)
     else:  # a new table, in the snapshot that drops a table or view of that name
         lake.create_table(name, df, or_replace=True, info=info)

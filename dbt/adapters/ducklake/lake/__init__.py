@@ -1,4 +1,10 @@
-"""The DuckLake catalog client: no Spark, no dbt; SQLAlchemy Core over SQLite or PostgreSQL."""
+"""The DuckLake catalog client: no Spark, no dbt; SQLAlchemy Core over SQLite or PostgreSQL.
+
+It writes the catalog as DuckDB's ``ducklake`` extension 1.5.5 does (format version 1.0). The
+comments cite DuckLake's specification (https://ducklake.select/docs/stable/specification/) and
+the extension's source as ``duckdb/ducklake@v1.5-variegata <path>``: a file of
+https://github.com/duckdb/ducklake on the branch ``v1.5-variegata``, which DuckDB 1.5.5 ships.
+"""
 
 from .catalog import Catalog, Lake
 from .commit import Transaction

@@ -276,6 +276,14 @@ class Catalog(CatalogDatabase):
             ).one()
         return self._snapshot(row)
 
+    def find_snapshot(self, snapshot_id: int, conn: Connection | None = None) -> Snapshot | None:
+        """The snapshot with this id, or ``None`` (never created, or expired)."""
+        with self._reading(conn) as conn:
+            row = conn.execute(
+                text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": snapshot_id}
+            ).first()
+        return None if row is None else self._snapshot(row)
+
     def snapshots(self, since: int | None = None) -> list[Snapshot]:
         """All snapshots (or those after ``since``), oldest first, with their changes."""
         where, params = "", {}
@@ -321,15 +329,13 @@ class Catalog(CatalogDatabase):
                     raise InvalidArgumentError(
                         f"snapshot version must be an integer, got {version!r}"
                     ) from exc
-                row = conn.execute(
-                    text(self._snapshot_select() + " WHERE s.snapshot_id = :v"), {"v": version}
-                ).first()
-                if row is None:
+                found = self.find_snapshot(version, conn)
+                if found is None:
                     raise SnapshotNotFoundError(
                         f"no snapshot with version {version} in the lake (it was never created "
                         f"or has been expired); {self._available(conn)}"
                     )
-                return self._snapshot(row)
+                return found
             if timestamp is not None:
                 when = as_timestamp(timestamp)
                 sid = self._snapshot_by_time(when, "<=", conn)

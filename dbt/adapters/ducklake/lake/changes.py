@@ -1,9 +1,10 @@
 """The change feed's catalog side: which files, delete files and inlined rows hold the
-insertions and deletions of a table between two snapshots (digest §7).
+insertions and deletions of a table between two snapshots.
 
-This follows DuckDB's ``ducklake_table_insertions`` / ``ducklake_table_deletions`` exactly,
-including what they do at the edges, because the point of a change feed is that every reader
-of the lake sees the same changes:
+This follows DuckDB's ``ducklake_table_insertions`` / ``ducklake_table_deletions`` exactly
+(duckdb/ducklake@v1.5-variegata src/functions/ducklake_table_insertions.cpp), including what they
+do at the edges, because the point of a change feed is that every reader of the lake sees the same
+changes:
 
 * insertions are rows of files with ``begin_snapshot`` in the range, or of partial files
   (flushed or merged, ``partial_max >= start``) filtered on their embedded snapshot ids, plus

@@ -1,12 +1,13 @@
 """One DuckLake snapshot per commit: staged changes, fresh ids, conflict check and retry.
 
-A :class:`Transaction` records *what* to change (create a table, add data files, delete rows,
-...), not the ids. :meth:`Transaction.commit` then runs one catalog transaction that reads the
-latest snapshot, checks every snapshot committed since the transaction began against DuckLake's
-conflict table, allocates catalog ids, file ids and row ids, and writes the rows in the order
-DuckDB writes them (digest §2.2). A lost race on the snapshot id rolls back and retries with a
-growing, jittered wait; a logical conflict fails with :class:`CommitConflictError`, except the
-one a statement can resolve itself: rows inserted concurrently into a table it deletes from
+A :class:`Transaction` records *what* to change (create a table, add data files, delete rows, ...),
+not the ids. :meth:`Transaction.commit` then runs one catalog transaction that reads the latest
+snapshot, checks every snapshot committed since the transaction began against DuckLake's conflict
+table, allocates catalog ids, file ids and row ids, and writes the rows in the order DuckDB writes
+them (``DuckLakeTransactionState::Commit`` in duckdb/ducklake@v1.5-variegata
+src/storage/ducklake_transaction_state.cpp). A lost race on the snapshot id rolls back and retries
+with a growing, jittered wait; a logical conflict fails with :class:`CommitConflictError`, except
+the one a statement can resolve itself: rows inserted concurrently into a table it deletes from
 (see :attr:`Transaction.replanner`).
 """
 
@@ -136,7 +137,9 @@ class CommitContext:
                                self.conn)
 
 
-# Order of change tokens as DuckDB writes them (digest §2.4).
+# Order of change tokens as DuckDB writes them (``WriteSnapshotChanges`` in
+# duckdb/ducklake@v1.5-variegata src/storage/ducklake_transaction_state.cpp; the tokens:
+# https://ducklake.select/docs/stable/specification/tables/ducklake_snapshot_changes).
 ORDER = {
     "dropped_schema": 0, "dropped_table": 1, "dropped_view": 2, "created_schema": 3,
     "created_table": 4, "created_view": 4, "inserted_into_table": 7, "deleted_from_table": 8,
@@ -174,7 +177,7 @@ class Transaction:
 
     # ------------------------------------------------------------------ staging API
     def add(self, phase: int, op: Op, *tokens: str) -> None:
-        """Stage an operation. Phases follow DuckDB's batch order (digest §2.2)."""
+        """Stage an operation. Phases follow DuckDB's batch order (see the module docstring)."""
         self._ops.append((phase, op))
         self._tokens.extend(tokens)
 
@@ -507,13 +510,9 @@ def _backend_alive(conn: Connection, pid: int) -> bool:
 
 
 def _fingerprint_found(lake: Catalog, conn: Connection, snapshot: Snapshot) -> bool:
-    row = conn.execute(
-        text(lake._snapshot_select() + " WHERE s.snapshot_id = :sid"),
-        {"sid": snapshot.snapshot_id},
-    ).first()
-    if row is None:
+    found = lake.find_snapshot(snapshot.snapshot_id, conn)
+    if found is None:
         return False
-    found = lake._snapshot(row)
     return (found.snapshot_time, found.schema_version, found.next_catalog_id,
             found.next_file_id, found.changes_made, found.author, found.commit_message,
             found.commit_extra_info) == (

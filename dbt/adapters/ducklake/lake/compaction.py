@@ -1,6 +1,7 @@
 """Compaction's catalog side: which files to merge or rewrite, and the commits that swap them.
 
-DuckDB's rules (``ducklake_merge_adjacent_files`` / ``ducklake_rewrite_data_files``, digest §6):
+DuckDB's rules (``ducklake_merge_adjacent_files`` / ``ducklake_rewrite_data_files``, in
+duckdb/ducklake@v1.5-variegata src/functions/ducklake_compaction_functions.cpp):
 
 * Candidates are live data files of a table, ordered by ``begin_snapshot, row_id_start,
   data_file_id``, grouped by schema version (from ``ducklake_schema_versions``) and by

@@ -1,4 +1,6 @@
-"""DuckLake's logical conflict table (digest §2.5), shared with DuckDB's own writers.
+"""DuckLake's logical conflict table, shared with DuckDB's own writers (DuckDB's is
+``DuckLakeTransactionState::CheckForConflicts`` in duckdb/ducklake@v1.5-variegata
+src/storage/ducklake_transaction_state.cpp).
 
 A commit planned against snapshot ``base`` may still land on a later snapshot when the commits
 in between do not touch what it depends on. ``find_conflict`` compares the change tokens this

@@ -1,8 +1,9 @@
 """Registering data files and inlined rows: inserts, appends and whole-table replacement.
 
-Row ids follow digest §3.4: each new file takes ``row_id_start = next_row_id`` and advances it
-by its record count (also when it carries preserved ids); inlined rows take consecutive ids
-unless they keep old ones (updates).
+Row ids follow https://ducklake.select/docs/stable/specification/tables/ducklake_data_file
+(``row_id_start``) and tables/ducklake_table_stats (``next_row_id``): each new file takes
+``row_id_start = next_row_id`` and advances it by its record count (also when it carries preserved
+ids); inlined rows take consecutive ids unless they keep old ones (updates).
 """
 
 from __future__ import annotations

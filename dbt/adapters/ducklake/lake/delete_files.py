@@ -1,4 +1,5 @@
-"""Deleting rows: positional delete files, inlined deletes and ended data files (digest §4).
+"""Deleting rows: positional delete files, inlined deletes and ended data files (the
+specification's https://ducklake.select/docs/stable/specification/tables/ducklake_delete_file).
 
 The caller finds which rows to delete (with Spark) and hands over, per data file, the 0-based
 positions of those rows, plus the row ids of inlined rows. The delete files themselves are

@@ -1,4 +1,5 @@
-"""Expiring snapshots (``ducklake_expire_snapshots``, digest §6): forget old history.
+"""Expiring snapshots (DuckDB's ``ducklake_expire_snapshots``, in duckdb/ducklake@v1.5-variegata
+src/functions/ducklake_expire_snapshots.cpp): forget old history.
 
 Expiring a snapshot deletes its ``ducklake_snapshot`` and ``ducklake_snapshot_changes`` rows.
 Everything that only expired snapshots could see goes with it, in one catalog transaction and

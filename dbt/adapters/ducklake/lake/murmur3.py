@@ -1,11 +1,12 @@
 """Murmur3 x86 32-bit (seed 0): the hash behind DuckLake's ``bucket(N)`` partition transform.
 
-DuckDB's extension follows Iceberg's hashing rules (digest §10): integers and booleans are
-hashed as 8-byte little-endian longs, floats via the bits of the value as a double (``-0.0``
-normalised), strings and blobs as their bytes. What is hashed is decided by DuckDB's physical
-type, so dates hash their day number, timestamps their count of units since the epoch and
-decimals up to 18 digits their unscaled integer; everything else hashes its text form. Spark's
-built-in ``hash()`` is a different Murmur3 variant and must not be used.
+DuckDB's extension follows Iceberg's hashing rules (duckdb/ducklake@v1.5-variegata
+src/functions/ducklake_murmur3.cpp, src/storage/ducklake_partition_data.cpp): integers and booleans
+are hashed as 8-byte little-endian longs, floats via the bits of the value as a double (``-0.0``
+normalised), strings and blobs as their bytes. What is hashed is decided by DuckDB's physical type,
+so dates hash their day number, timestamps their count of units since the epoch and decimals up to
+18 digits their unscaled integer; everything else hashes its text form. Spark's built-in ``hash()``
+is a different Murmur3 variant and must not be used.
 
 Scalar functions serve single values (and tests); the ``*_array`` functions are vectorised
 over numpy arrays for the Spark UDF that computes buckets of whole batches. This module

@@ -1,11 +1,12 @@
 """Partition specs: the transforms, parsing user specs, hive paths and catalog changes.
 
 A DuckLake table has at most one live partition spec (``ducklake_partition_info`` with its
-``ducklake_partition_column`` rows). It applies to files written after it was set; older files
-keep the spec they were written with. The transforms are those of DuckDB 1.5.5 (digest §10):
-``identity``, ``year``, ``month``, ``day``, ``hour`` (calendar fields, not Iceberg's counts
-since 1970) and ``bucket(N)`` (Iceberg's Murmur3 bucket). A file belongs to exactly one
-partition; its hive-style path and ``ducklake_file_partition_value`` rows say which.
+``ducklake_partition_column`` rows). It applies to files written after it was set; older files keep
+the spec they were written with. The transforms are those of DuckDB 1.5.5
+(duckdb/ducklake@v1.5-variegata src/storage/ducklake_partition_data.cpp): ``identity``, ``year``,
+``month``, ``day``, ``hour`` (calendar fields, not Iceberg's counts since 1970) and ``bucket(N)``
+(Iceberg's Murmur3 bucket). A file belongs to exactly one partition; its hive-style path and
+``ducklake_file_partition_value`` rows say which.
 
 User specs read like Spark's and DuckDB's ``PARTITIONED BY`` lists:
 ``["region", "year(ts)", "months(ts)", "bucket(4, id)"]`` or ``"region, years(ts)"``.

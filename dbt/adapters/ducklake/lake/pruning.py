@@ -1,14 +1,14 @@
 """Skipping data files that cannot hold a row a read or a statement wants.
 
-A read's predicate is evaluated against what the catalog knows about each data file: its
-partition values (``ducklake_file_partition_value``) and its per-column statistics
-(``ducklake_file_column_stats``: min, max, null count, non-NULL count, NaN). A file is skipped
-only when those facts *prove* that no row of it satisfies the predicate; anything unknown --
-a missing stats row (a column added after the file was written), a NULL bound, a value that
-does not parse, a float column that may hold NaN, a varchar bound that may be a truncated
-prefix -- keeps the file. Table-level statistics are never used (DuckDB 1.5.5 writes wrong
-ones in a case the format digest describes). Inlined rows and delete files are not files of
-this kind: the reader always applies them.
+A read's predicate is evaluated against what the catalog knows about each data file: its partition
+values (``ducklake_file_partition_value``) and its per-column statistics
+(``ducklake_file_column_stats``: min, max, null count, non-NULL count, NaN). A file is skipped only
+when those facts *prove* that no row of it satisfies the predicate; anything unknown -- a missing
+stats row (a column added after the file was written), a NULL bound, a value that does not parse, a
+float column that may hold NaN, a varchar bound that may be a truncated prefix -- keeps the file.
+Table-level statistics are never used (DuckDB 1.5.5 writes wrong ones in the case
+``stats.widen_table_column_stats`` describes). Inlined rows and delete files are not files of this
+kind: the reader always applies them.
 
 Predicates are small frozen trees over column ids (so a renamed column still matches its
 statistics) holding Python values (``int``, ``float``, ``Decimal``, ``str``, ``bool``,

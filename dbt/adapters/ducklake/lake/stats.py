@@ -187,9 +187,10 @@ def widen_table_column_stats(
 
     A NULL table-level bound is ambiguous: "no non-NULL value yet" or "unknown". DuckDB 1.5.5
     confuses the two and overwrites an unknown bound with the new file's range, producing a
-    too-narrow bound and wrong ``MIN``/``MAX`` answers (digest section 14, step 8). Here the
-    caller resolves it with ``had_values`` -- whether any non-NULL value of this column was
-    committed to the table before ``new`` (in files or inlined rows):
+    too-narrow bound and wrong ``MIN``/``MAX`` answers (``DuckLakeColumnStats::MergeStats`` in
+    duckdb/ducklake@v1.5-variegata src/storage/ducklake_stats.cpp). Here the caller resolves it
+    with ``had_values`` -- whether any non-NULL value of this column was committed to the table
+    before ``new`` (in files or inlined rows):
 
     * ``had_values=False``: a NULL current bound means "no values yet"; the new bounds are
       adopted.

@@ -1,7 +1,9 @@
 """Catalog entries: schemas, tables, columns, views and comments, staged on a transaction.
 
 Each function stages one change on a :class:`~.commit.Transaction`; ids are allocated when the
-transaction commits. Row shapes and change tokens follow the digest §2.3 exactly.
+transaction commits. Row shapes and change tokens follow DuckDB 1.5.5 exactly (the tables of
+https://ducklake.select/docs/stable/specification/tables/overview, written as
+duckdb/ducklake@v1.5-variegata src/storage/ducklake_metadata_manager.cpp writes them).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .models import (
 from .options import inlining_row_limit
 from .types import LakeType, is_promotion
 
-# Batch phases (digest §2.2)
+# Batch phases, in DuckDB's batch order (see lake/commit.py's module docstring)
 DROPS, CREATES, DATA, DELETES = 20, 30, 40, 50
 
 
@@ -223,7 +225,7 @@ def carry_over(tx: Transaction, old_table_id: int, new: TableRef) -> None:
 
 def rename_table(tx: Transaction, ref: TableRef, new_name: str,
                  new_schema: str | None = None) -> None:
-    """End the table row and write a new one with the same id, uuid and path (digest §2.3)."""
+    """End the table row and write a new one with the same id, uuid and path (as DuckDB does)."""
 
     def op(ctx: CommitContext) -> None:
         table = ctx.resolve_table(ref)

@@ -18,7 +18,7 @@ upper-case hex (:func:`blob_hex`) where ``CAST(x AS VARCHAR)`` gives ``true``/``
 integer digit of a DECIMAL(p, p) that DuckDB drops (:func:`decimal_text`).
 
 Checked against DuckDB 1.5.5 by ``tests/unit/test_stats.py`` and
-``tests/unit/test_inlined_values.py``.
+``tests/unit/test_inlining_codec.py``.
 """
 
 from __future__ import annotations

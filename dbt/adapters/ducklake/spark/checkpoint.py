@@ -1,9 +1,10 @@
 """``CHECKPOINT``: every maintenance step, in the order DuckDB's checkpoint runs them.
 
-flush inlined data → expire snapshots → merge adjacent files → rewrite data files → clean up
-old files → delete orphaned files (digest §6). Each step uses the lake's options for its
-defaults (``expire_older_than``, ``target_file_size``, ``rewrite_delete_threshold``,
-``delete_older_than``, ``auto_compact``), so a checkpoint does what the lake is configured to.
+flush inlined data → expire snapshots → merge adjacent files → rewrite data files → clean up old
+files → delete orphaned files (duckdb/ducklake@v1.5-variegata src/storage/ducklake_checkpoint.cpp).
+Each step uses the lake's options for its defaults (``expire_older_than``, ``target_file_size``,
+``rewrite_delete_threshold``, ``delete_older_than``, ``auto_compact``), so a checkpoint does what
+the lake is configured to.
 """
 
 from __future__ import annotations

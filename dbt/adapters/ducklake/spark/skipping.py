@@ -179,7 +179,7 @@ class _Translator:
     def predicate(self, expr: Any) -> Predicate:
         try:
             return self._predicate(expr)
-        except Exception:  # noqa: BLE001 - an expression shape not foreseen keeps the files
+        except Exception:  # an expression shape not foreseen keeps the files
             log.debug("file skipping: cannot use condition %s", expr, exc_info=True)
             return pruning.UNKNOWN
 

@@ -804,7 +804,7 @@ def _jvm_path(spark: SparkSession, path: str) -> Any:
 
 
 def _fs(spark: SparkSession, jpath: Any) -> Any:
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
     return jpath.getFileSystem(conf)
 
 

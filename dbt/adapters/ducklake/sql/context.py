@@ -48,7 +48,7 @@ class StatementContext:
         self.registry = registry
         self.commit_info = commit_info or (lambda _kind: CommitInfo())
         self.read_only = read_only
-        self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
         """A connection pinned to a snapshot reads the past: it must not write. ``what`` names
@@ -63,7 +63,7 @@ class StatementContext:
         a plan it failed to analyse, so a failed plan cannot be analysed again.
         """
         datasets = java_class(self.spark, "org.apache.spark.sql.classic.Dataset")
-        jss = self.spark._jsparkSession  # type: ignore[attr-defined]
+        jss = self.spark._jsparkSession  # noqa: SLF001
 
         def build(text: str) -> DataFrame:
             jplan = part(self._parser.parsePlan(text))

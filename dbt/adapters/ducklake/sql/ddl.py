@@ -198,7 +198,7 @@ def _duckdb_view_query(ctx: StatementContext, name: LakeName, body: str,
     except UnsupportedViewError as exc:
         log.warning("%s: it is stored as Spark SQL only, which DuckDB lists but cannot "
                     "run", exc)
-    except Exception:  # noqa: BLE001 - a translation's failure never fails the view
+    except Exception:  # a translation's failure never fails the view
         log.warning("view %s.%s: its DuckDB translation failed; it is stored as Spark SQL "
                     "only, which DuckDB lists but cannot run", name.schema, name.name,
                     exc_info=True)
@@ -273,7 +273,7 @@ def _literal_default(ctx: StatementContext, spec: Any, text: str) -> str | None:
         return None
     try:
         df = ctx.spark.sql(f"SELECT CAST(({text}) AS STRING) AS v")
-        alias = df._jdf.queryExecution().analyzed().expressions().apply(0)
+        alias = df._jdf.queryExecution().analyzed().expressions().apply(0)  # noqa: SLF001
         value_expr = alias.children().apply(0)  # under the alias ``v``
         leaves = value_expr.collectLeaves()
         constant = value_expr.foldable() and all(

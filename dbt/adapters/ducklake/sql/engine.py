@@ -101,7 +101,7 @@ class Engine(StatementContext):
         for _ in range(256):
             try:
                 return self._parser.parsePlan(sql), sql
-            except Exception as exc:  # py4j raises pyspark's captured ParseException
+            except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's captured ParseException
                 fixed = _with_spark_type_name(exc, sql)
                 if fixed is None:
                     raise _parse_error(exc, sql) from None

@@ -99,7 +99,7 @@ class ViewRegistry:
         # view name -> the table state it scans, the change feed's kind and sources, or the
         # body of a DuckLake view
         self._states: dict[str, TableState | tuple[str, ChangeSources] | ViewBody] = {}
-        self._parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]  # noqa: SLF001
+        self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
         self._narrowed = itertools.count(1)
         self._snapshot: int | None = None
         self._lock = threading.RLock()
@@ -136,6 +136,7 @@ class ViewRegistry:
         if name.feed is not None:
             return self._register_feed(name)
         lake = self.lake.catalog
+        version: int | None
         if name.version is not None:
             version = name.version
         elif name.timestamp is not None:
@@ -314,7 +315,7 @@ class ViewRegistry:
         and two-part names no table of Spark's own catalog answers. A name missed here (a
         view another thread dropped meanwhile) still takes that path.
         """
-        catalog = self.spark._jsparkSession.sessionState().catalog()  # type: ignore[attr-defined]  # noqa: SLF001
+        catalog = self.spark._jsparkSession.sessionState().catalog()  # noqa: SLF001
         for text in {text for _, _, text in named.single}:
             name = parse_name([text])
             if name is None or text.lower() in named.ctes:
@@ -402,7 +403,7 @@ class ViewRegistry:
                         listed = name.view_name in self._registered
                     if listed:  # retried under its view name; registered if that misses
                         attempts += 1
-                        sql = self._prepared(sql)  # type: ignore[arg-type]
+                        sql = self._prepared(sql)
                         continue
                 # Register even when the registry lists it: another thread may have dropped
                 # the view (a commit invalidates views) while this statement was analysed.
@@ -531,7 +532,7 @@ class ViewRegistry:
         """Whether Spark resolves ``schema.table`` itself: a catalog of that name, a global
         temp view or a table of the session catalog. (Not ``spark.catalog.tableExists``,
         which takes 60 ms for a database that does not exist.)"""
-        jss = self.spark._jsparkSession  # type: ignore[attr-defined]  # noqa: SLF001
+        jss = self.spark._jsparkSession  # noqa: SLF001
         state = jss.sessionState()
         catalog = state.catalog()
         if state.catalogManager().isCatalogRegistered(schema) or \

@@ -141,7 +141,7 @@ def statement_verdict(spark: SparkSession, view: str, statement: str) -> Verdict
         known = _verdicts.get(key)
     if known is not None:
         return known
-    parser = spark._jsparkSession.sessionState().sqlParser()  # type: ignore[attr-defined]  # noqa: SLF001
+    parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
     try:
         plan = parser.parsePlan(statement)
     except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's ParseException

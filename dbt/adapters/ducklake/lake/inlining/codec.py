@@ -1,9 +1,10 @@
 """Values in DuckLake's inlined-data tables on SQLite and PostgreSQL catalogs.
 
 DuckDB keeps small inserts as rows of ``ducklake_inlined_data_{table_id}_{schema_version}``, one
-column per top-level table column, typed for the catalog backend (digest §5). This module maps
-between those backend values and Python values shaped like pyarrow's ``to_pylist`` output, so the
-lake client can read rows DuckDB inlined and inline rows DuckDB reads back unchanged.
+column per top-level table column, typed for the catalog backend (the specification's
+https://ducklake.select/docs/stable/specification/tables/ducklake_inlined_data_tables). This module
+maps between those backend values and Python values shaped like pyarrow's ``to_pylist`` output, so
+the lake client can read rows DuckDB inlined and inline rows DuckDB reads back unchanged.
 
 Everything here was checked against DuckDB 1.5.5 with the ``ducklake`` extension:
 

@@ -1,4 +1,5 @@
-"""Flushing inlined data: the catalog side of ``ducklake_flush_inlined_data`` (digest §5).
+"""Flushing inlined data: the catalog side of ``ducklake_flush_inlined_data`` (DuckDB's is
+duckdb/ducklake@v1.5-variegata src/functions/ducklake_flush_inlined_data.cpp).
 
 A flush moves every inlined row with ``begin_snapshot <= S`` (live *and* deleted versions) into
 Parquet files that carry each row's id and inserting snapshot, so time travel and the change

@@ -1,9 +1,11 @@
 """Inlined rows in the catalog: the tables that hold them, and their inserts, ends and reads.
 
 ``ducklake_inlined_data_{table_id}_{schema_version}`` holds inlined rows with their row id and
-snapshot range; ``ducklake_inlined_delete_{table_id}`` holds small deletes from Parquet files
-as ``(file_id, row_id = position in the file, begin_snapshot)``. Both follow DuckDB 1.5.5
-(digest §4, §5) so that either engine reads what the other wrote.
+snapshot range; ``ducklake_inlined_delete_{table_id}`` holds small deletes from Parquet files as
+``(file_id, row_id = position in the file, begin_snapshot)``. Both follow DuckDB 1.5.5
+(duckdb/ducklake@v1.5-variegata src/storage/ducklake_inlined_data.cpp; the specification's
+https://ducklake.select/docs/stable/specification/tables/ducklake_inlined_data_tables) so that
+either engine reads what the other wrote.
 """
 
 from __future__ import annotations
