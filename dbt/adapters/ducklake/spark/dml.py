@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..lake import data_files, delete_files
+from ..lake import data_files, delete_files, streams
 from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
@@ -34,6 +34,7 @@ from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, Snapshot, TableRef
 from ..lake.partitions import PartitionKey, keys_of_spec
+from ..lake.streams import StreamBatch
 from . import expressions as sql
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, TableState, load_state, scan, scan_inserted
@@ -47,10 +48,15 @@ class CommitInfo:
     author: str | None = None
     message: str | None = None
     extra_info: str | dict[str, Any] | None = None
+    # a stream's micro-batch: the commit lands at most once (:mod:`..lake.streams`)
+    batch: StreamBatch | None = None
 
 
 def commit(tx: Transaction, info: CommitInfo) -> Snapshot:
-    """Commit ``tx`` as one snapshot carrying ``info``."""
+    """Commit ``tx`` as one snapshot carrying ``info``; with ``info.batch``, only if that
+    batch is not in the lake yet (else the snapshot that holds it, ``tx.replayed``)."""
+    if info.batch is not None:
+        streams.guard(tx, info.batch)
     return tx.commit(info.author, info.message, info.extra_info)
 
 
