@@ -14,7 +14,7 @@ from reliability.support import leftovers
 
 from dbt.adapters.ducklake.lake import Transaction, data_files
 from dbt.adapters.ducklake.lake.models import TableRef
-from dbt.adapters.ducklake.lake.streams import StreamBatch, StreamCheckpointError, guard
+from dbt.adapters.ducklake.lake.streams import StreamBatch, StreamCheckpointError
 from dbt.adapters.ducklake.spark.merge import MergeClause
 
 pytestmark = pytest.mark.spark
@@ -180,7 +180,7 @@ def test_racing_commits_of_one_batch_land_once(spark, lake):  # noqa: ANN001
     table_id = table.info().table_id
     txs = [Transaction(lake.catalog) for _ in range(2)]
     for n, tx in enumerate(txs):
-        guard(tx, StreamBatch("race", 7, table_id))
+        tx.once(StreamBatch("race", 7, table_id))
         data_files.insert(tx, TableRef(table_id), [], [{"id": n}])
     landed = txs[0].commit()
     assert txs[1].commit() == landed and txs[1].replayed == landed

@@ -171,12 +171,12 @@ class Transaction:
         # snapshot id, so a steady stream of inserts cannot starve it.
         self.replanner: Replanner | None = None
         self.replans = 0
-        # A stream's micro-batch (:mod:`.streams`): ``mark`` goes into commit_extra_info, and
-        # ``once`` answers, inside the commit's catalog transaction, the snapshot that already
-        # holds this change. Then nothing is committed, the files written for it are removed
-        # and ``replayed`` is that snapshot.
+        # A stream's micro-batch (:meth:`once`): ``mark`` goes into commit_extra_info, and
+        # ``committed_as`` answers, inside the commit's catalog transaction, the snapshot that
+        # already holds this change. Then nothing is committed, the files written for it are
+        # removed and ``replayed`` is that snapshot.
         self.mark: streams.StreamBatch | None = None
-        self.once: Callable[[Connection], Snapshot | None] | None = None
+        self.committed_as: Callable[[Connection], Snapshot | None] | None = None
         self.replayed: Snapshot | None = None
 
     # ------------------------------------------------------------------ staging API
@@ -191,6 +191,12 @@ class Transaction:
     @property
     def empty(self) -> bool:
         return not self._ops
+
+    def once(self, batch: streams.StreamBatch) -> None:
+        """Commit this as ``batch`` of a stream: at most once (:mod:`.streams`)."""
+        lake = self.lake
+        self.mark = batch
+        self.committed_as = lambda conn: streams.committed(lake, conn, batch)
 
     # ------------------------------------------------------------------ commit
     def commit(
@@ -308,8 +314,8 @@ class Transaction:
                 landed = self._landed_earlier(conn, latest)
                 if landed is not None:
                     return landed
-                if self.once is not None:
-                    earlier = self.once(conn)
+                if self.committed_as is not None:
+                    earlier = self.committed_as(conn)
                     if earlier is not None:
                         raise _AlreadyCommitted(earlier)
                 replan = latest.snapshot_id != self.base.snapshot_id and \

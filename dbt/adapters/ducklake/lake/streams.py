@@ -2,10 +2,11 @@
 
 A stream that writes a table marks every snapshot it commits with its id and the batch's id,
 in ``ducklake_snapshot_changes.commit_extra_info`` (JSON, key ``ducklake_stream``), in the
-same catalog transaction as the data: Delta's ``SetTransaction(appId, version)`` and Iceberg's
-snapshot summary, in DuckLake's own commit metadata. Before committing, the commit looks up
-the stream's latest mark for the table *inside* that transaction (the snapshot id serialises
-every commit, so two writers of the same batch cannot both pass):
+same catalog transaction as the data (``Transaction.once``): Delta's
+``SetTransaction(appId, version)`` and Iceberg's snapshot summary, in DuckLake's own commit
+metadata. Before committing, the commit looks up the stream's latest mark for the table
+*inside* that transaction (the snapshot id serialises every commit, so two writers of the
+same batch cannot both pass):
 
 * no mark, or an older batch: commit;
 * the same batch: a replay (Spark restarted after the commit but before its own commit log):
@@ -14,9 +15,11 @@ every commit, so two writers of the same batch cannot both pass):
   :class:`StreamCheckpointError` rather than write the batches a second time.
 
 Marks are per table, so one ``foreachBatch`` may write several tables with the same ids. The
-lookup reads ``commit_extra_info`` of the snapshots (``LIKE`` on the stream's mark, newest
-first): an index-free scan, about a millisecond per thousand snapshots
-(``benchmarks/stream_marks.py``). Expired snapshots take their marks with them.
+lookup is an index-free ``LIKE`` over ``commit_extra_info``, newest first, over the latest
+``RECENT_SNAPSHOTS`` snapshots and only then the rest (``benchmarks/stream_marks.py``: 1.5 ms
+with 100,000 snapshots when the mark is recent; a new stream's first batch, or one paused
+while others committed more than that, scans all: 0.2-0.3 s on SQLite). Expired snapshots
+take their marks with them.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from .models import Snapshot
 
 if TYPE_CHECKING:
     from .catalog import Catalog
-    from .commit import Transaction
 
 MARK_KEY = "ducklake_stream"
+# How many of the latest snapshots are searched for a mark before the rest.
+RECENT_SNAPSHOTS = 1000
 
 
 class StreamCheckpointError(DuckLakeError):
@@ -100,21 +104,30 @@ def _like_pattern(stream_id: str, table_id: int) -> str:
 def last_batch(lake: Catalog, conn: Connection, stream_id: str, table_id: int
                ) -> LastBatch | None:
     """The stream's latest committed batch for the table, if any snapshot still holds one."""
-    rows = conn.execute(
-        text(lake._snapshot_select() + " WHERE c.commit_extra_info LIKE :p ESCAPE '\\' "
-             "ORDER BY s.snapshot_id DESC"),
-        {"p": _like_pattern(stream_id, table_id)},
-    )
-    for row in rows:
-        snapshot = lake._snapshot(row)
-        try:
-            mark = json.loads(snapshot.commit_extra_info or "").get(MARK_KEY)
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(mark, dict) and mark.get("id") == stream_id and \
-                mark.get("table_id") == table_id and isinstance(mark.get("batch"), int):
-            rows.close()
-            return LastBatch(mark["batch"], snapshot)
+    latest = int(conn.execute(text(
+        f"SELECT max(snapshot_id) FROM {lake.t('ducklake_snapshot_changes')}")).scalar_one())
+    # Recent snapshots first (a range of the primary key): a running stream's last batch is
+    # nearly always there; only a new stream, or one that paused while others committed
+    # many snapshots, scans the rest.
+    for low, high in ((latest - RECENT_SNAPSHOTS, latest), (-1, latest - RECENT_SNAPSHOTS)):
+        if high < 0:
+            break
+        rows = conn.execute(
+            text(f"SELECT snapshot_id, commit_extra_info FROM "
+                 f"{lake.t('ducklake_snapshot_changes')} WHERE snapshot_id > :lo AND "
+                 "snapshot_id <= :hi AND commit_extra_info LIKE :p ESCAPE '\\' "
+                 "ORDER BY snapshot_id DESC"),
+            {"p": _like_pattern(stream_id, table_id), "lo": low, "hi": high},
+        ).all()
+        for snapshot_id, extra in rows:
+            try:
+                mark = json.loads(str(extra)).get(MARK_KEY)
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(mark, dict) and mark.get("id") == stream_id and \
+                    mark.get("table_id") == table_id and isinstance(mark.get("batch"), int):
+                return LastBatch(mark["batch"],
+                                 lake.snapshot(version=int(str(snapshot_id)), conn=conn))
     return None
 
 
@@ -137,23 +150,12 @@ def committed(lake: Catalog, conn: Connection, batch: StreamBatch) -> Snapshot |
     )
 
 
-def guard(tx: Transaction, batch: StreamBatch) -> None:
-    """Make ``tx`` commit ``batch`` at most once (see the module docstring)."""
-
-    def check(conn: Connection) -> Snapshot | None:
-        return committed(tx.lake, conn, batch)
-
-    tx.once = check
-    tx.mark = batch
-
-
 __all__ = [
     "MARK_KEY",
     "LastBatch",
     "StreamBatch",
     "StreamCheckpointError",
     "committed",
-    "guard",
     "last_batch",
     "with_mark",
 ]

@@ -50,7 +50,7 @@ from ..lake.inlining.rows import can_inline
 from ..lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
 from ..lake.options import ParquetOptions
 from ..lake.partitions import keys_of_spec
-from ..lake.streams import StreamBatch, guard
+from ..lake.streams import StreamBatch
 from . import write as spark_write
 from .read import load_state
 
@@ -259,7 +259,7 @@ class _LakeWriter:
                     '"checkpointLocation", ...) on writeStream, or .option("streamId", ...) '
                     "naming the stream for good; without one a restarted query would write "
                     "its last batch twice")
-            guard(tx, StreamBatch(options.stream_id, batch_id, plan.table_id))
+            tx.once(StreamBatch(options.stream_id, batch_id, plan.table_id))
         files = [f for m in got for f in m.files]
         small = [m.rows for m in got if m.rows is not None and m.rows.num_rows]
         rows = pa.concat_tables(small) if small else None

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..lake import data_files, delete_files, streams
+from ..lake import data_files, delete_files
 from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
@@ -56,7 +56,7 @@ def commit(tx: Transaction, info: CommitInfo) -> Snapshot:
     """Commit ``tx`` as one snapshot carrying ``info``; with ``info.batch``, only if that
     batch is not in the lake yet (else the snapshot that holds it, ``tx.replayed``)."""
     if info.batch is not None:
-        streams.guard(tx, info.batch)
+        tx.once(info.batch)
     return tx.commit(info.author, info.message, info.extra_info)
 
 
