@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from . import bootstrap, faults
+from . import bootstrap, faults, streams
 from . import stats as lake_stats
 from .catalog import in_list
 from .conflicts import REPLANNABLE, find_conflict, quote_name
@@ -174,6 +174,13 @@ class Transaction:
         # snapshot id, so a steady stream of inserts cannot starve it.
         self.replanner: Replanner | None = None
         self.replans = 0
+        # A stream's micro-batch (:meth:`once`): ``mark`` goes into commit_extra_info, and
+        # ``committed_as`` answers, inside the commit's catalog transaction, the snapshot that
+        # already holds this change. Then nothing is committed, the files written for it are
+        # removed and ``replayed`` is that snapshot.
+        self.mark: streams.StreamBatch | None = None
+        self.committed_as: Callable[[Connection], Snapshot | None] | None = None
+        self.replayed: Snapshot | None = None
 
     # ------------------------------------------------------------------ staging API
     def add(self, phase: int, op: Op, *tokens: str) -> None:
@@ -187,6 +194,12 @@ class Transaction:
     @property
     def empty(self) -> bool:
         return not self._ops
+
+    def once(self, batch: streams.StreamBatch) -> None:
+        """Commit this as ``batch`` of a stream: at most once (:mod:`.streams`)."""
+        lake = self.lake
+        self.mark = batch
+        self.committed_as = lambda conn: streams.committed(lake, conn, batch)
 
     # ------------------------------------------------------------------ commit
     def commit(
@@ -203,6 +216,8 @@ class Transaction:
         ``max_retry_count`` defaults to the lake's (the profile's ``max_retry_count``)."""
         if max_retry_count is None:
             max_retry_count = getattr(self.lake, "max_retry_count", MAX_RETRY_COUNT_DEFAULT)
+        if self.mark is not None:
+            commit_extra_info = streams.with_mark(commit_extra_info, self.mark)
         if isinstance(commit_extra_info, dict):
             commit_extra_info = json.dumps(commit_extra_info, sort_keys=True, default=str)
         faults.reach("files_published")
@@ -214,6 +229,12 @@ class Transaction:
             except _Replan as exc:
                 self._replan(exc.latest)
                 continue
+            except _AlreadyCommitted as exc:
+                self.discard_files()
+                log.info("snapshot %d already holds this change (%s); nothing was committed",
+                         exc.snapshot.snapshot_id, self.mark)
+                self.replayed = self.result = exc.snapshot
+                return exc.snapshot
             except _CommitDropped as exc:
                 if attempt >= max_retry_count:
                     self.discard_files()
@@ -296,6 +317,10 @@ class Transaction:
                 landed = self._landed_earlier(conn, latest)
                 if landed is not None:
                     return landed
+                if self.committed_as is not None:
+                    earlier = self.committed_as(conn)
+                    if earlier is not None:
+                        raise _AlreadyCommitted(earlier)
                 replan = latest.snapshot_id != self.base.snapshot_id and \
                     self._check_conflicts(conn, latest)
                 if replan and self.replans == 0:
@@ -488,6 +513,14 @@ class _Replan(Exception):
     def __init__(self, latest: Snapshot) -> None:
         super().__init__(latest.snapshot_id)
         self.latest = latest
+
+
+class _AlreadyCommitted(Exception):
+    """An earlier snapshot holds this change (``Transaction.once``): commit nothing."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(snapshot.snapshot_id)
+        self.snapshot = snapshot
 
 
 class _CommitDropped(Exception):

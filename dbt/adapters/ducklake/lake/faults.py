@@ -7,6 +7,8 @@ A write passes these points, in order:
   catalog does not know them yet.
 * ``catalog_transaction``: the catalog transaction holds the new snapshot row and every other
   row of the commit; only ``COMMIT`` is left.
+* ``batch_committed``: a ``format("ducklake")`` write has committed its snapshot, and Spark
+  has not yet been told (for a stream: its commit log does not have the batch yet).
 
 A test stops a writer at a point in one of two ways. In another process, it sets
 ``DUCKLAKE_FAULT_PAUSE_AT=<phase>`` and ``DUCKLAKE_FAULT_SIGNAL=<file>``: the writer creates
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-PHASES = ("files_staged", "files_published", "catalog_transaction")
+PHASES = ("files_staged", "files_published", "catalog_transaction", "batch_committed")
 PAUSE_ENV = "DUCKLAKE_FAULT_PAUSE_AT"
 SIGNAL_ENV = "DUCKLAKE_FAULT_SIGNAL"
 PAUSE_SECONDS = 600.0

@@ -44,6 +44,7 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
+from ..lake.streams import StreamBatch
 from . import expressions as sql
 from . import write as spark_write
 from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
@@ -58,10 +59,15 @@ class CommitInfo:
     author: str | None = None
     message: str | None = None
     extra_info: str | dict[str, Any] | None = None
+    # a stream's micro-batch: the commit lands at most once (:mod:`..lake.streams`)
+    batch: StreamBatch | None = None
 
 
 def commit(tx: Transaction, info: CommitInfo) -> Snapshot:
-    """Commit ``tx`` as one snapshot carrying ``info``."""
+    """Commit ``tx`` as one snapshot carrying ``info``; with ``info.batch``, only if that
+    batch is not in the lake yet (else the snapshot that holds it, ``tx.replayed``)."""
+    if info.batch is not None:
+        tx.once(info.batch)
     return tx.commit(info.author, info.message, info.extra_info)
 
 

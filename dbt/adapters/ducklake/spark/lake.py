@@ -14,6 +14,7 @@ Every write method commits exactly one DuckLake snapshot and returns it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -25,6 +26,7 @@ from pyspark.sql.types import StructType
 from ..lake import cleanup as lake_cleanup
 from ..lake import expiry as lake_expiry
 from ..lake import options as lake_options
+from ..lake import streams as lake_streams
 from ..lake import tables
 from ..lake.catalog import Catalog
 from ..lake.changes import Bound
@@ -57,6 +59,7 @@ from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
+from .datasource import register as register_format
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, merge_into
 from .read import read as read_table
@@ -93,6 +96,7 @@ class SparkLake:
         self.commit_info = commit_info or CommitInfo()
         spark_write.configure(spark)
         spark_read.configure(spark)
+        register_format(spark)
 
     @classmethod
     def open(cls, spark: SparkSession, catalog: str, data_path: str | None = None,
@@ -545,7 +549,23 @@ class LakeTable:
         return self._target().inserted(since, until)
 
     # ------------------------------------------------------------------ writing
-    def append(self, df: DataFrame | pa.Table, info: CommitInfo | None = None
+    def _batch(self, info: CommitInfo | None, stream_id: str | None,
+               batch_id: int | None) -> tuple[CommitInfo | None, Snapshot | None]:
+        """The commit information of a write that is a stream's micro-batch, and the
+        snapshot that already holds the batch (then the write is skipped): see
+        :mod:`..lake.streams`. Without ids, ``info`` as it is."""
+        if stream_id is None and batch_id is None:
+            return info, None
+        if stream_id is None or batch_id is None:
+            raise InvalidArgumentError("give both stream_id and batch_id, or neither")
+        batch = lake_streams.StreamBatch(stream_id, batch_id, self.info().table_id)
+        catalog = self._lake.catalog
+        with catalog.read() as conn:
+            earlier = lake_streams.committed(catalog, conn, batch)
+        return dataclasses.replace(info or self._lake.commit_info, batch=batch), earlier
+
+    def append(self, df: DataFrame | pa.Table, info: CommitInfo | None = None, *,
+               stream_id: str | None = None, batch_id: int | None = None
                ) -> Snapshot | None:
         """INSERT the rows of ``df`` (columns matched by name).
 
@@ -553,11 +573,24 @@ class LakeTable:
         the inlining limit it is inlined without a Spark job; larger ones become one file the
         driver writes, or, for a partitioned table or a column written in its physical form
         (:mod:`.physical`), a Spark write like a DataFrame's.
+
+        With ``stream_id`` and ``batch_id`` (``foreachBatch``'s batch id) the write happens
+        at most once for that stream and table: a batch the lake holds already is skipped
+        and the snapshot holding it returned; an older batch than the stream's latest raises
+        :class:`~..lake.streams.StreamCheckpointError` (see ``docs/streaming.md``). The same
+        goes for :meth:`overwrite`, :meth:`replace_using` and :meth:`merge`.
         """
+        info, earlier = self._batch(info, stream_id, batch_id)
+        if earlier is not None:
+            return earlier
         return dml.append(self._target(), df, info)
 
-    def overwrite(self, df: DataFrame | pa.Table, info: CommitInfo | None = None) -> Snapshot:
+    def overwrite(self, df: DataFrame | pa.Table, info: CommitInfo | None = None, *,
+                  stream_id: str | None = None, batch_id: int | None = None) -> Snapshot:
         """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
+        info, earlier = self._batch(info, stream_id, batch_id)
+        if earlier is not None:
+            return earlier
         return dml.overwrite(self._target(), df, info)
 
     def replace(self, df: DataFrame, info: CommitInfo | None = None,
@@ -596,11 +629,15 @@ class LakeTable:
         return dml.replace_rows(self._target(), df, doomed, info, cache_source=True)
 
     def replace_using(self, df: DataFrame, keys: Iterable[str | Column],
-                      info: CommitInfo | None = None) -> Snapshot | None:
+                      info: CommitInfo | None = None, *, stream_id: str | None = None,
+                      batch_id: int | None = None) -> Snapshot | None:
         """``INSERT INTO t REPLACE USING (keys)``: delete the rows whose key values occur in
         ``df``, then insert ``df``, in one snapshot. Keys are column names or expressions over
         the table's columns (``F.year("ts")``), compared NULL-safely, so replacing the
         partitions present in ``df`` is this with the partition key expressions."""
+        info, earlier = self._batch(info, stream_id, batch_id)
+        if earlier is not None:
+            return earlier
         return dml.replace_rows(self._target(), df, dml.using_doomed(keys), info,
                                 cache_source=True)
 
@@ -622,8 +659,14 @@ class LakeTable:
 
     def merge(self, source: DataFrame, on: str, clauses: Sequence[MergeClause],
               target_alias: str, source_alias: str,
-              info: CommitInfo | None = None) -> MergeResult:
+              info: CommitInfo | None = None, *, stream_id: str | None = None,
+              batch_id: int | None = None) -> MergeResult:
         """``MERGE INTO this AS target_alias USING source AS source_alias ON on`` with the
-        ``WHEN`` clauses in order, in one snapshot (see :mod:`.merge`)."""
+        ``WHEN`` clauses in order, in one snapshot (see :mod:`.merge`). A replayed stream
+        batch (see :meth:`append`) merges nothing: the result has the snapshot that holds it
+        and zero counts."""
+        info, earlier = self._batch(info, stream_id, batch_id)
+        if earlier is not None:
+            return MergeResult(earlier, 0, 0, 0)
         return merge_into(self._target(), source, on, clauses, target_alias, source_alias,
                           info)

@@ -585,6 +585,32 @@ def stage_rows(spark: SparkSession, rows: pa.Table, table_dir: str,
     return staged
 
 
+def write_rows_file(rows: pa.Table, table_dir: str, columns: Sequence[ColumnInfo],
+                    parquet: ParquetOptions = DEFAULT_PARQUET_OPTIONS,
+                    ) -> tuple[NewDataFile, str]:
+    """Write rows (as :func:`conform_arrow` gives them) straight to a new DuckLake-named file
+    of the table with pyarrow, for writers with no SparkSession (the ``ducklake`` data
+    source's tasks and commits); returns the file to register and its absolute path.
+
+    The file is the one :func:`stage_rows` writes, with statistics from its footer. It is
+    an orphan until a snapshot registers it: the caller removes it if the commit fails.
+    """
+    check_not_null(rows, columns)
+    name = f"ducklake-{uuid7()}.parquet"
+    path = table_dir + name
+    _write_file(path, _file_table(rows, columns), table_dir, parquet)
+    try:
+        metadata, size, footer = lake_files.read_footer(path)
+    except BaseException:
+        lake_files.remove_file(path)
+        raise
+    return NewDataFile(
+        path=name, record_count=metadata.num_rows, file_size_bytes=size, footer_size=footer,
+        column_stats=file_column_stats(metadata, parquet_leaves(columns),
+                                       _nan_columns(rows, columns)),
+    ), path
+
+
 def _nan_columns(rows: pa.Table, columns: Sequence[ColumnInfo]) -> dict[int, bool]:
     """Column id -> whether the rows hold a NaN, for the top-level float columns."""
     return {c.column_id: bool(pc.any(pc.is_nan(rows.column(c.column_name))).as_py())

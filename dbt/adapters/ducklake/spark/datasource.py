@@ -1,0 +1,363 @@
+"""``format("ducklake")``: Spark's own entry points into a lake, through PySpark's Python data
+source API.
+
+>>> register(spark)   # once per session; SparkLake.open does it too
+>>> (events.writeStream.format("ducklake")
+...     .option("catalog", "sqlite:///lake/catalog.sqlite").option("table", "main.events")
+...     .option("checkpointLocation", "ck/events").start())
+>>> df.write.format("ducklake").option("catalog", url).mode("append").save("main.events")
+
+Writes (streaming ``append`` and ``complete``, batch ``append`` and ``overwrite``) run in
+two halves. Each task (:meth:`_LakeWriter.write`, on an executor) either hands its rows back
+in its commit message, when they are few enough to be inlined, or writes them as Parquet
+files of the table with pyarrow. The commit (on the driver, in a Python worker with no
+SparkSession) then registers the files (statistics from their footers), or inlines the rows
+when the whole batch is within the table's inlining limit, in one catalog transaction.
+
+A streaming batch lands exactly once: the commit carries the stream's id and the batch id
+(:mod:`..lake.streams`), so a batch Spark replays after a crash commits nothing and a reset
+checkpoint is refused. The stream's id is the ``streamId`` option, else the query's
+checkpoint location.
+
+Tasks need the package (and pyarrow) where they run, as any Python UDF does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..lake import data_files, faults
+from ..lake import files as lake_files
+from ..lake import options as lake_options
+from ..lake.catalog import Catalog
+from ..lake.commit import Transaction
+from ..lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundError
+from ..lake.inlining.rows import can_inline
+from ..lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
+from ..lake.options import ParquetOptions
+from ..lake.partitions import keys_of_spec
+from ..lake.streams import StreamBatch
+from . import write as spark_write
+from .read import load_state
+
+NAME = "ducklake"
+# A task writes a file each time it holds this much Arrow data; the last one may be smaller.
+TASK_FILE_BYTES = 256 * 1024 * 1024
+
+_CATALOGS: dict[tuple[Any, ...], Catalog] = {}
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("ducklake")`` known to ``spark`` (``SparkLake.open`` calls this)."""
+    spark.dataSource.register(DuckLakeDataSource)
+
+
+# ---------------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class SinkOptions:
+    """What a ``format("ducklake")`` write was given."""
+
+    catalog: str
+    schema_name: str
+    table_name: str
+    data_path: str | None = None
+    metadata_schema: str | None = None
+    data_inlining_row_limit: int | None = None
+    stream_id: str | None = None
+    author: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def parse(cls, options: Any) -> SinkOptions:
+        def get(key: str) -> str | None:
+            value = options.get(key)
+            return value if value not in (None, "") else None
+
+        catalog = get("catalog")
+        if catalog is None:
+            raise InvalidArgumentError(
+                'format("ducklake") needs .option("catalog", ...): the lake\'s catalog, as '
+                "in the profile (sqlite:///path/catalog.sqlite, postgresql+psycopg://..., "
+                "postgres:dbname=...)")
+        table = get("table") or get("path")
+        if table is None:
+            raise InvalidArgumentError(
+                'format("ducklake") needs the table: .option("table", "schema.table") or '
+                '.save("schema.table")')
+        schema_name, dot, table_name = table.partition(".")
+        if not dot:
+            schema_name, table_name = "main", table
+        limit = get("data_inlining_row_limit")
+        stream_id = get("streamId")
+        if stream_id is None and get("checkpointLocation") is not None:
+            stream_id = _checkpoint_id(str(get("checkpointLocation")))
+        return cls(catalog, schema_name, table_name, get("data_path"),
+                   get("metadata_schema"), int(limit) if limit is not None else None,
+                   stream_id, get("author"), get("commit_message"))
+
+    @property
+    def table(self) -> str:
+        return f"{self.schema_name}.{self.table_name}"
+
+    def open(self) -> Catalog:
+        """The lake (opened once per Python worker: a streaming query commits every batch
+        from a new writer object)."""
+        key = (self.catalog, self.data_path, self.metadata_schema,
+               self.data_inlining_row_limit)
+        lake = _CATALOGS.get(key)
+        if lake is None:
+            lake = _CATALOGS[key] = Catalog.open(
+                self.catalog, self.data_path, metadata_schema=self.metadata_schema,
+                data_inlining_row_limit=self.data_inlining_row_limit, create=False)
+        return lake
+
+
+def _checkpoint_id(location: str) -> str:
+    """A checkpoint location as a stream id: absolute, without a trailing slash."""
+    if "://" in location or location.startswith("file:"):
+        return location.rstrip("/")
+    return os.path.abspath(location)
+
+
+# ---------------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class _Plan:
+    """What a task needs to write the table's files (pickled to the executors)."""
+
+    table_id: int
+    table_dir: str
+    columns: list[ColumnInfo]
+    parquet: ParquetOptions
+    inline_limit: int  # 0: never inline
+
+
+def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
+    try:
+        state = load_state(lake, options.schema_name, options.table_name, contents=False)
+    except NotFoundError as exc:
+        raise NotFoundError(
+            f'format("ducklake") cannot write {options.table}: {exc}. Create it first '
+            "(SparkLake.create_table, or a dbt model); a write does not create tables"
+        ) from None
+    with lake.read() as conn:
+        parquet = lake_options.parquet_options(lake, conn, state.schema.schema_id,
+                                               state.table.table_id)
+        spec = lake.partition_spec(state.table.table_id, state.snapshot_id, conn)
+    keys = keys_of_spec(spec, state.columns) if spec is not None else ()
+    if not spark_write.writes_on_driver(state.columns, keys):
+        raise InvalidArgumentError(
+            f'format("ducklake") does not write {options.table} yet: it is partitioned or '
+            "has a column Spark writes in another physical form. Write it from foreachBatch "
+            "with SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
+    # The data's columns must be the table's (by name, types that widen to the table's):
+    # checked here, on the driver, before any task runs.
+    spark_write.conform_arrow(to_arrow_schema(schema).empty_table(), state.columns)
+    limit = state.inlining_row_limit if can_inline(state.columns, lake.dialect) else 0
+    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit)
+
+
+# ---------------------------------------------------------------------------------- writing
+@dataclass
+class LakeCommitMessage(WriterCommitMessage):
+    """One task's output: files it wrote, or its few rows for the commit to inline."""
+
+    files: list[NewDataFile] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # absolute, to remove if not committed
+    rows: pa.Table | None = None
+
+
+class _LakeWriter:
+    """The two halves of a write; :class:`LakeStreamWriter` and :class:`LakeBatchWriter`
+    give them Spark's names."""
+
+    def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+        self.plan = _plan(options.open(), options, schema)
+
+    # ---------------------------------------------------------------- on the executors
+    def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+        plan = self.plan
+        message = LakeCommitMessage()
+        held: list[pa.RecordBatch] = []
+        held_rows = held_bytes = 0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                held.append(batch)
+                held_rows += batch.num_rows
+                held_bytes += batch.nbytes
+                if held_bytes >= TASK_FILE_BYTES and held_rows > plan.inline_limit:
+                    self._write_file(message, held)
+                    held, held_rows, held_bytes = [], 0, 0
+            if not held:
+                return message
+            rows = pa.Table.from_batches(held)
+            if not message.files and rows.num_rows <= plan.inline_limit:
+                message.rows = spark_write.conform_arrow(rows, plan.columns)
+            else:
+                self._write_file(message, held)
+        except BaseException:
+            _remove(message.paths)
+            raise
+        return message
+
+    def _write_file(self, message: LakeCommitMessage, batches: list[pa.RecordBatch]) -> None:
+        plan = self.plan
+        rows = spark_write.conform_arrow(pa.Table.from_batches(batches), plan.columns)
+        new_file, path = spark_write.write_rows_file(rows, plan.table_dir, plan.columns,
+                                                     plan.parquet)
+        message.files.append(new_file)
+        message.paths.append(path)
+
+    # ---------------------------------------------------------------- on the driver
+    def _commit(self, messages: Sequence[WriterCommitMessage | None],
+                batch_id: int | None) -> Snapshot | None:
+        """Register the tasks' output as one snapshot; ``None`` when there is nothing to
+        commit (no rows, and not an overwrite)."""
+        got = [m for m in messages if isinstance(m, LakeCommitMessage)]
+        paths = [p for m in got for p in m.paths]
+        try:
+            return self._commit_messages(got, paths, batch_id)
+        except CommitUnknownError:
+            raise  # the snapshot may hold the files: keep them
+        except BaseException:
+            _remove(paths)  # the commit certainly did not land
+            raise
+
+    def _commit_messages(self, got: list[LakeCommitMessage], paths: list[str],
+                         batch_id: int | None) -> Snapshot | None:
+        options, plan = self.options, self.plan
+        lake = options.open()
+        state = load_state(lake, options.schema_name, options.table_name,
+                           contents=self.overwrite)
+        if state.table.table_id != plan.table_id:
+            raise NotFoundError(
+                f"{options.table} was dropped and created again while this write ran (table "
+                f"id {plan.table_id} is now {state.table.table_id}); nothing was committed")
+        tx = Transaction(lake, lake.snapshot(version=state.snapshot_id))
+        tx.files_written.extend(paths)
+        if batch_id is not None:
+            if options.stream_id is None:
+                raise InvalidArgumentError(
+                    'the ducklake sink needs the query\'s checkpoint: .option('
+                    '"checkpointLocation", ...) on writeStream, or .option("streamId", ...) '
+                    "naming the stream for good; without one a restarted query would write "
+                    "its last batch twice")
+            tx.once(StreamBatch(options.stream_id, batch_id, plan.table_id))
+        files = [f for m in got for f in m.files]
+        small = [m.rows for m in got if m.rows is not None and m.rows.num_rows]
+        rows = pa.concat_tables(small) if small else None
+        count = sum(f.record_count for f in files) + (rows.num_rows if rows else 0)
+        if count == 0 and not self.overwrite:
+            return None
+        inlined: list[dict[str, Any]] = []
+        if rows is not None:
+            limit = state.inlining_row_limit if plan.inline_limit else 0
+            if not files and rows.num_rows <= limit:
+                inlined = rows.to_pylist()
+            else:
+                # the tasks' small remainders, as one more file (written here, on the driver)
+                new_file, path = spark_write.write_rows_file(rows, state.table_dir,
+                                                             state.columns, plan.parquet)
+                files.append(new_file)
+                tx.files_written.append(path)
+        ref = TableRef(plan.table_id)
+        if self.overwrite:
+            data_files.replace(tx, ref, files, inlined)
+            tx.touch_data_files([f.data_file_id for f in state.data_files])
+            tx.replanner = _replaced_anyway
+        else:
+            data_files.insert(tx, ref, files, inlined)
+        info: dict[str, Any] = {"writer": 'spark format("ducklake")'}
+        if batch_id is not None:
+            info["spark_batch_id"] = batch_id
+        snapshot = tx.commit(options.author, options.message, info)
+        faults.reach("batch_committed")
+        return snapshot
+
+    def _abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        _remove([p for m in messages if isinstance(m, LakeCommitMessage) for p in m.paths])
+
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        lake_files.remove_file(path)  # one that cannot be removed is an orphan for cleanup
+
+
+def _replaced_anyway(since: Snapshot, until: Snapshot) -> None:
+    """Rows inserted meanwhile need no plan: an overwrite ends every live file and row."""
+
+
+class LakeStreamWriter(_LakeWriter, DataSourceStreamArrowWriter):
+    """``writeStream.format("ducklake")``: one snapshot per micro-batch, at most once."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._commit(messages, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._abort(messages)
+
+
+class LakeBatchWriter(_LakeWriter, DataSourceArrowWriter):
+    """``df.write.format("ducklake")``: ``append`` or ``overwrite``, one snapshot."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._commit(messages, None)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._abort(messages)
+
+
+class DuckLakeDataSource(DataSource):
+    """The ``ducklake`` format: options ``catalog`` (required), ``table`` (or the path of
+    ``save``/``load``), ``data_path``, ``metadata_schema``, ``data_inlining_row_limit``,
+    ``streamId``, ``author``, ``commit_message``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        options = SinkOptions.parse(self.options)
+        raise InvalidArgumentError(
+            f'reading {options.table} with spark.read.format("ducklake") is not supported '
+            "yet; read it with SparkLake.open(spark, catalog).table(...).read()")
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
+        return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+    def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
+        return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+
+__all__ = [
+    "NAME",
+    "DuckLakeDataSource",
+    "LakeBatchWriter",
+    "LakeCommitMessage",
+    "LakeStreamWriter",
+    "SinkOptions",
+    "register",
+]
