@@ -120,6 +120,60 @@ class DuckLakeAdapter(SQLAdapter):
         return connection.handle.runtime
 
     # ------------------------------------------------------------------ listing
+    def lake_database(self, database: str | None) -> None:
+        """A relation's database argument, as relations carry it (none): a lake is one
+        database. ``None``, empty (what ``target.database`` renders without a lake name) or the
+        profile's lake name are accepted; another name is refused rather than read from this
+        lake under the same ``schema.table``."""
+        name = self.config.credentials.lake_name
+        if database is None or str(database) == "" or (
+                name and str(database).lower() == name.lower()):
+            return None
+        raise DbtRuntimeError(
+            f"database {database!r} is not this lake: a ducklake target is one database"
+            + (f" (named {name!r} by the profile)" if name else "")
+            + " and relations are named schema.table. Accepted: none, target.database"
+            + (f" ({name!r})" if name else " (empty without a `database`/`lake` profile key)"))
+
+    @available.parse_none
+    def get_relation(self, database: str, schema: str,
+                     identifier: str) -> BaseRelation | None:
+        return super().get_relation(self.lake_database(database), schema,  # type: ignore[arg-type]
+                                    identifier)
+
+    def list_relations(self, database: str | None, schema: str) -> list[BaseRelation]:
+        return super().list_relations(self.lake_database(database), schema)
+
+    @available
+    def ducklake_tables_by_pattern_sql(self, schema_pattern: str, table_pattern: str,
+                                       exclude: str = "", database: str | None = None) -> str:
+        """dbt_utils' ``get_tables_by_pattern_sql`` for a lake: the relations whose schema and
+        name match the SQL ``ilike`` patterns (and whose name does not match ``exclude``), as
+        a query of ``table_schema``, ``table_name``, ``table_type`` ('table' or 'view')."""
+        import re
+
+        from .spark.expressions import string
+
+        self.lake_database(database)
+
+        def like(pattern: str) -> re.Pattern[str]:
+            parts = [".*" if c == "%" else "." if c == "_" else re.escape(c)
+                     for c in str(pattern)]
+            return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+        schemas, tables, excluded = like(schema_pattern), like(table_pattern), like(exclude)
+        lake = self.runtime().lake.catalog
+        rows = [(s.schema_name, name, kind) for s in lake.schemas()
+                if schemas.fullmatch(s.schema_name)
+                for kind, name in lake.relations(s.schema_name)
+                if tables.fullmatch(name) and not excluded.fullmatch(name)]
+        if not rows:
+            return ("select cast(null as string) as table_schema, cast(null as string) as "
+                    "table_name, cast(null as string) as table_type where false")
+        values = ", ".join(f"({string(s)}, {string(n)}, {string(k)})" for s, n, k in
+                           sorted(rows))
+        return f"select * from values {values} as t(table_schema, table_name, table_type)"
+
     def list_schemas(self, database: str) -> list[str]:
         return [s.schema_name for s in self.runtime().lake.catalog.schemas()]
 
@@ -127,11 +181,12 @@ class DuckLakeAdapter(SQLAdapter):
         return schema in self.list_schemas(database)
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        database = self.lake_database(schema_relation.database)
         lake = self.runtime().lake.catalog
         out: list[BaseRelation] = []
         for kind, name in lake.relations(schema_relation.schema):
             out.append(self.Relation.create(
-                database=schema_relation.database, schema=schema_relation.schema,
+                database=database, schema=schema_relation.schema,
                 identifier=name,
                 type=RelationType.View if kind == "view" else RelationType.Table,
             ))

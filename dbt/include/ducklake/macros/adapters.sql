@@ -154,3 +154,11 @@ ducklake_temp_view(df, {{ relation.render() | tojson }})
   {%- endif -%}
   {{ return(raw | list) }}
 {%- endmacro %}
+
+{#- dbt_utils' get_relations_by_pattern (and get_tables_by_pattern_sql) read
+    `<database>.information_schema.tables`, which a lake does not have. With
+    `dispatch: [{macro_namespace: dbt_utils, search_order: ['<your project>', 'dbt', 'dbt_utils']}]`
+    in dbt_project.yml, dbt_utils finds this version ('dbt' stands for the adapter's own macros), which lists the lake's relations. -#}
+{% macro ducklake__get_tables_by_pattern_sql(schema_pattern, table_pattern, exclude='', database=target.database) -%}
+  {{ return(adapter.ducklake_tables_by_pattern_sql(schema_pattern, table_pattern, exclude, database)) }}
+{%- endmacro %}
