@@ -34,6 +34,8 @@ class DuckLakeConfig(AdapterConfig):
     file_format: str | None = None  # validated: DuckLake tables are Parquet
     # table maintenance run after the model commits, e.g. ['flush_inlined_data']
     post_commit_maintenance: list[Any] | None = None
+    # dbt clone: 'current' (default), 'state' or a snapshot id (see clone.py)
+    clone_snapshot: Any = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -281,6 +283,19 @@ class DuckLakeAdapter(SQLAdapter):
         except NotFoundError:
             return []
         return table.partitioning()
+
+    # ------------------------------------------------------------------ dbt clone
+    @available
+    def ducklake_clone_pin(self, setting: Any) -> dict[str, Any] | None:
+        """The snapshot a `dbt clone` view reads for the ``clone_snapshot`` setting, as
+        ``{"snapshot_id": .., "reason": ..}``; ``None`` for the relation as it is now."""
+        from . import clone
+
+        parsed = clone.parse_setting(setting)
+        if parsed is None:
+            return None
+        found = clone.pin(self.runtime(), parsed)
+        return {"snapshot_id": found.snapshot_id, "reason": found.reason}
 
     # ------------------------------------------------------------------ maintenance
     @available
