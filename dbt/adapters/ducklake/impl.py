@@ -14,6 +14,7 @@ from dbt.adapters.base.impl import ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.sql import SQLAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
@@ -29,6 +30,8 @@ from .sql.temp_views import LakeName
 if TYPE_CHECKING:
     import agate
 
+logger = AdapterLogger("DuckLake")
+
 
 class DuckLakeConfig(AdapterConfig):
     file_format: str | None = None  # validated: DuckLake tables are Parquet
@@ -36,6 +39,10 @@ class DuckLakeConfig(AdapterConfig):
     post_commit_maintenance: list[Any] | None = None
     # dbt clone: 'current' (default), 'state' or a snapshot id (see clone.py)
     clone_snapshot: Any = None
+    # Spark SQL settings for this model's statements only (restored after it)
+    spark_conf: dict[str, Any] | None = None
+    # grants: a lake has no per-table privileges; 'error' (default) or 'warn'
+    on_grants: str | None = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -120,6 +127,35 @@ class DuckLakeAdapter(SQLAdapter):
         connection = self.connections.open(connection)
         set_current_node(connection.name)
         return connection.handle.runtime
+
+    # ------------------------------------------------------------------ around a model
+    def pre_model_hook(self, config: Any) -> Any:
+        """Refuse ``grants`` (unless ``on_grants: warn``) before anything is built, and apply
+        the model's ``spark_conf`` to the shared session for its statements only: such a
+        model runs alone (:mod:`.model_settings`)."""
+        from . import model_settings
+
+        node = self.connections.get_thread_connection().name or "this model"
+        model_settings.check_grants(config.get("grants"), config.get("on_grants"), node)
+        conf = model_settings.spark_conf_of(config)
+        runtime = self.runtime()
+        return runtime, model_settings.enter(runtime.spark, runtime.model_lock, conf, node)
+
+    def post_model_hook(self, config: Any, context: Any) -> None:
+        """Put the settings ``pre_model_hook`` changed back, and let other models run."""
+        from . import model_settings
+
+        if context is not None:
+            runtime, settings = context
+            model_settings.leave(runtime.spark, runtime.model_lock, settings)
+
+    @available
+    def ducklake_check_grants(self, grant_config: Any, on_grants: Any, node: str) -> None:
+        """dbt's ``apply_grants`` on a lake: an error, or with ``on_grants: warn`` a warning
+        (nothing is granted or revoked: a lake has no per-table privileges)."""
+        from . import model_settings
+
+        model_settings.check_grants(grant_config, on_grants, node, warn=logger.warning)
 
     # ------------------------------------------------------------------ listing
     def lake_database(self, database: str | None) -> None:
