@@ -154,3 +154,22 @@ ducklake_temp_view(df, {{ relation.render() | tojson }})
   {%- endif -%}
   {{ return(raw | list) }}
 {%- endmacro %}
+
+{#- grants: a lake has no per-table privileges (access is the catalog database's roles and the
+    data path's storage permissions, for the whole lake), so nothing is granted or revoked:
+    an error, or a warning with the model config `on_grants: warn`. -#}
+{% macro ducklake__apply_grants(relation, grant_config, should_revoke=True) -%}
+  {%- if grant_config -%}
+    {%- set on_grants = config.get('on_grants') if model is defined and model else none -%}
+    {%- set node = model.unique_id if model is defined and model else relation | string -%}
+    {% do adapter.ducklake_check_grants(grant_config, on_grants, node) %}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- dbt_utils' get_relations_by_pattern (and get_tables_by_pattern_sql) read
+    `<database>.information_schema.tables`, which a lake does not have. With
+    `dispatch: [{macro_namespace: dbt_utils, search_order: ['<your project>', 'dbt', 'dbt_utils']}]`
+    in dbt_project.yml, dbt_utils finds this version ('dbt' stands for the adapter's own macros), which lists the lake's relations. -#}
+{% macro ducklake__get_tables_by_pattern_sql(schema_pattern, table_pattern, exclude='', database=target.database) -%}
+  {{ return(adapter.ducklake_tables_by_pattern_sql(schema_pattern, table_pattern, exclude, database)) }}
+{%- endmacro %}

@@ -20,9 +20,13 @@ DEFAULT_DATA_PATH = "lake/data/"
 class DuckLakeCredentials(Credentials):
     """A flat profile in dbt's usual style; relative paths resolve against the project dir."""
 
-    # A lake is one database; relations leave it out. (dbt-adapters 1.24 types the field str;
-    # optional here as in dbt-spark.)
+    # A lake is one database; relations, nodes and sources leave it out (None, as in
+    # dbt-spark). (dbt-adapters 1.24 types the field str; optional here as in dbt-spark.)
     database: str | None = None  # type: ignore[assignment,unused-ignore]
+    # The profile's `database` (alias `lake`): a name for the lake, which `target.database`
+    # renders (empty when unset, as dbt-spark renders it) and adapter methods accept as their
+    # database argument. Moved here so that nodes and sources still carry none.
+    lake_name: str | None = None
     schema: str = "main"
     catalog: str = DEFAULT_CATALOG
     # The PostgreSQL password, apart from the catalog string (typically
@@ -67,10 +71,13 @@ class DuckLakeCredentials(Credentials):
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
         """What ``dbt debug`` prints: the connection keys, the catalog's password masked."""
         for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "database":
+                # target.database: the lake's name, or empty (never the text "None")
+                value = self.lake_name or ""
             yield key, mask_catalog(value) if key == "catalog" and value else value
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("catalog", "data_path", "schema", "master", "metadata_schema",
+        return ("database", "catalog", "data_path", "schema", "master", "metadata_schema",
                 "data_inlining_row_limit", "snapshot_version", "snapshot_time")
 
     @classmethod
@@ -85,6 +92,13 @@ class DuckLakeCredentials(Credentials):
                 f"unknown key(s) in the ducklake profile: {', '.join(unknown)}. Accepted keys: "
                 + ", ".join(sorted(k for k in cls.__dataclass_fields__ if not k.startswith("_")))
             )
+        name = data.pop("database", None)
+        if name is not None:
+            if not isinstance(name, str) or not name.strip():
+                raise DbtRuntimeError(
+                    f"database (alias lake) names the lake for target.database; give a "
+                    f"non-empty name or leave it out, got {name!r}")
+            data["lake_name"] = name
         limit = data.get("data_inlining_row_limit")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise DbtRuntimeError(

@@ -14,6 +14,7 @@ from dbt.adapters.base.impl import ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.capability import Capability, CapabilityDict, CapabilitySupport, Support
 from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.sql import SQLAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
@@ -29,11 +30,19 @@ from .sql.names import LakeName
 if TYPE_CHECKING:
     import agate
 
+logger = AdapterLogger("DuckLake")
+
 
 class DuckLakeConfig(AdapterConfig):
     file_format: str | None = None  # validated: DuckLake tables are Parquet
     # table maintenance run after the model commits, e.g. ['flush_inlined_data']
     post_commit_maintenance: list[Any] | None = None
+    # dbt clone: 'current' (default), 'state' or a snapshot id (see clone.py)
+    clone_snapshot: Any = None
+    # Spark SQL settings for this model's statements only (restored after it)
+    spark_conf: dict[str, Any] | None = None
+    # grants: a lake has no per-table privileges; 'error' (default) or 'warn'
+    on_grants: str | None = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -120,7 +129,90 @@ class DuckLakeAdapter(SQLAdapter):
         set_current_node(connection.name)
         return connection.handle.runtime
 
+    # ------------------------------------------------------------------ around a model
+    def pre_model_hook(self, config: Any) -> Any:
+        """Refuse ``grants`` (unless ``on_grants: warn``) before anything is built, and apply
+        the model's ``spark_conf`` to the shared session for its statements only: such a
+        model runs alone (:mod:`.model_settings`)."""
+        from . import model_settings
+
+        node = self.connections.get_thread_connection().name or "this model"
+        model_settings.check_grants(config.get("grants"), config.get("on_grants"), node)
+        conf = model_settings.spark_conf_of(config)
+        runtime = self.runtime()
+        return runtime, model_settings.enter(runtime.spark, runtime.model_lock, conf, node)
+
+    def post_model_hook(self, config: Any, context: Any) -> None:
+        """Put the settings ``pre_model_hook`` changed back, and let other models run."""
+        from . import model_settings
+
+        if context is not None:
+            runtime, settings = context
+            model_settings.leave(runtime.spark, runtime.model_lock, settings)
+
+    @available
+    def ducklake_check_grants(self, grant_config: Any, on_grants: Any, node: str) -> None:
+        """dbt's ``apply_grants`` on a lake: an error, or with ``on_grants: warn`` a warning
+        (nothing is granted or revoked: a lake has no per-table privileges)."""
+        from . import model_settings
+
+        model_settings.check_grants(grant_config, on_grants, node, warn=logger.warning)
+
     # ------------------------------------------------------------------ listing
+    def lake_database(self, database: str | None) -> None:
+        """A relation's database argument, as relations carry it (none): a lake is one
+        database. ``None``, empty (what ``target.database`` renders without a lake name) or the
+        profile's lake name are accepted; another name is refused rather than read from this
+        lake under the same ``schema.table``."""
+        name = self.config.credentials.lake_name
+        if database is None or str(database) == "" or (
+                name and str(database).lower() == name.lower()):
+            return None
+        raise DbtRuntimeError(
+            f"database {database!r} is not this lake: a ducklake target is one database"
+            + (f" (named {name!r} by the profile)" if name else "")
+            + " and relations are named schema.table. Accepted: none, target.database"
+            + (f" ({name!r})" if name else " (empty without a `database`/`lake` profile key)"))
+
+    @available.parse_none
+    def get_relation(self, database: str, schema: str,
+                     identifier: str) -> BaseRelation | None:
+        return super().get_relation(self.lake_database(database), schema,  # type: ignore[arg-type]
+                                    identifier)
+
+    def list_relations(self, database: str | None, schema: str) -> list[BaseRelation]:
+        return super().list_relations(self.lake_database(database), schema)
+
+    @available
+    def ducklake_tables_by_pattern_sql(self, schema_pattern: str, table_pattern: str,
+                                       exclude: str = "", database: str | None = None) -> str:
+        """dbt_utils' ``get_tables_by_pattern_sql`` for a lake: the relations whose schema and
+        name match the SQL ``ilike`` patterns (and whose name does not match ``exclude``), as
+        a query of ``table_schema``, ``table_name``, ``table_type`` ('table' or 'view')."""
+        import re
+
+        from .spark.expressions import string
+
+        self.lake_database(database)
+
+        def like(pattern: str) -> re.Pattern[str]:
+            parts = [".*" if c == "%" else "." if c == "_" else re.escape(c)
+                     for c in str(pattern)]
+            return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+        schemas, tables, excluded = like(schema_pattern), like(table_pattern), like(exclude)
+        lake = self.runtime().lake.catalog
+        rows = [(s.schema_name, name, kind) for s in lake.schemas()
+                if schemas.fullmatch(s.schema_name)
+                for kind, name in lake.relations(s.schema_name)
+                if tables.fullmatch(name) and not excluded.fullmatch(name)]
+        if not rows:
+            return ("select cast(null as string) as table_schema, cast(null as string) as "
+                    "table_name, cast(null as string) as table_type where false")
+        values = ", ".join(f"({string(s)}, {string(n)}, {string(k)})" for s, n, k in
+                           sorted(rows))
+        return f"select * from values {values} as t(table_schema, table_name, table_type)"
+
     def list_schemas(self, database: str) -> list[str]:
         return [s.schema_name for s in self.runtime().lake.catalog.schemas()]
 
@@ -128,13 +220,14 @@ class DuckLakeAdapter(SQLAdapter):
         return schema in self.list_schemas(database)
 
     def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        database = self.lake_database(schema_relation.database)
         lake = self.runtime().lake.catalog
         out: list[BaseRelation] = []
         if schema_relation.schema is None:  # no schema: nothing to list
             return out
         for kind, name in lake.relations(schema_relation.schema):
             out.append(self.Relation.create(
-                database=schema_relation.database, schema=schema_relation.schema,
+                database=database, schema=schema_relation.schema,
                 identifier=name,
                 type=RelationType.View if kind == "view" else RelationType.Table,
             ))
@@ -234,6 +327,19 @@ class DuckLakeAdapter(SQLAdapter):
         except NotFoundError:
             return []
         return table.partitioning()
+
+    # ------------------------------------------------------------------ dbt clone
+    @available
+    def ducklake_clone_pin(self, setting: Any) -> dict[str, Any] | None:
+        """The snapshot a `dbt clone` view reads for the ``clone_snapshot`` setting, as
+        ``{"snapshot_id": .., "reason": ..}``; ``None`` for the relation as it is now."""
+        from . import clone
+
+        parsed = clone.parse_setting(setting)
+        if parsed is None:
+            return None
+        found = clone.pin(self.runtime(), parsed)
+        return {"snapshot_id": found.snapshot_id, "reason": found.reason}
 
     # ------------------------------------------------------------------ maintenance
     @available

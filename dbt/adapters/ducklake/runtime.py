@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -24,6 +24,7 @@ from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .lake.secrets import redact
+from .model_settings import ModelLock
 from .spark.lake import CommitInfo, SparkLake
 from .sql.engine import Engine
 from .sql.temp_views import ViewRegistry
@@ -68,6 +69,8 @@ class Runtime:
     registry: ViewRegistry
     engine: Engine
     credentials: DuckLakeCredentials
+    # models with their own spark_conf run alone (model_settings.py)
+    model_lock: ModelLock = field(default_factory=ModelLock)
 
 
 def set_current_node(name: str | None) -> None:

@@ -18,6 +18,7 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame
 
 from ..lake.errors import InvalidArgumentError
+from ..spark.expressions import java_class
 from ..spark.lake import PartitionBy
 from . import ddl, dml
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
@@ -38,10 +39,21 @@ class Engine(StatementContext):
     # ------------------------------------------------------------------ entry point
     def execute(self, sql: str) -> StatementResult:
         statements = split_statements(sql)
+        self._activate()
         result = StatementResult("EMPTY")
         for statement in statements:
             result = self._execute_one(statement)
         return result
+
+    def _activate(self) -> None:
+        """Make the session the active one of this thread's JVM thread, as ``spark.sql``
+        does. Spark's parser reads SQL settings from the thread's active session
+        (``SQLConf.get``); a py4j thread has none, so without this every statement was parsed
+        with Spark's defaults instead of the session's settings (``${var}`` substitution and
+        the ANSI mode of casts, which ``SET`` or ``spark.conf.set`` had changed, were
+        ignored)."""
+        java_class(self.spark, "org.apache.spark.sql.classic.SparkSession").setActiveSession(
+            self.spark._jsparkSession)  # type: ignore[attr-defined]  # noqa: SLF001
 
     def _execute_one(self, sql: str) -> StatementResult:
         self.registry.refresh()
