@@ -159,7 +159,7 @@ class DuckLakeAdapter(SQLAdapter):
         model_settings.check_grants(grant_config, on_grants, node, warn=logger.warning)
 
     # ------------------------------------------------------------------ listing
-    def lake_database(self, database: str | None) -> None:
+    def lake_database(self, database: str | None) -> str | None:
         """A relation's database argument, as relations carry it (none): a lake is one
         database. ``None``, empty (what ``target.database`` renders without a lake name) or the
         profile's lake name are accepted; another name is refused rather than read from this
@@ -177,7 +177,7 @@ class DuckLakeAdapter(SQLAdapter):
     @available.parse_none
     def get_relation(self, database: str, schema: str,
                      identifier: str) -> BaseRelation | None:
-        return super().get_relation(self.lake_database(database), schema,  # type: ignore[arg-type]
+        return super().get_relation(self.lake_database(database), schema,
                                     identifier)
 
     def list_relations(self, database: str | None, schema: str) -> list[BaseRelation]:

@@ -52,7 +52,7 @@ from ..lake.options import ParquetOptions
 from ..lake.partitions import keys_of_spec
 from ..lake.streams import StreamBatch
 from . import write as spark_write
-from .read import load_state
+from .table_state import load_state
 
 NAME = "ducklake"
 # A task writes a file each time it holds this much Arrow data; the last one may be smaller.

@@ -53,7 +53,7 @@ class Engine(StatementContext):
         the ANSI mode of casts, which ``SET`` or ``spark.conf.set`` had changed, were
         ignored)."""
         java_class(self.spark, "org.apache.spark.sql.classic.SparkSession").setActiveSession(
-            self.spark._jsparkSession)  # type: ignore[attr-defined]  # noqa: SLF001
+            self.spark._jsparkSession)  # noqa: SLF001
 
     def _execute_one(self, sql: str) -> StatementResult:
         self.registry.refresh()
