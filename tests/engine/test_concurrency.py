@@ -94,14 +94,14 @@ def replans(monkeypatch) -> list[tuple[int, int]]:  # noqa: ANN001
 def during_first_replan(monkeypatch, action) -> None:  # noqa: ANN001
     """Run ``action`` (another writer) while the statement plans the rows inserted meanwhile
     for the first time, so that the commit has to plan again while it holds the lake."""
-    original = dml.Target.inserted
+    original = dml.Target.inserted_meanwhile
 
-    def inserted(self, since, until):  # noqa: ANN001, ANN202
-        monkeypatch.setattr(dml.Target, "inserted", original)
+    def inserted_meanwhile(self, since, until):  # noqa: ANN001, ANN202
+        monkeypatch.setattr(dml.Target, "inserted_meanwhile", original)
         action()
         return original(self, since, until)
 
-    monkeypatch.setattr(dml.Target, "inserted", inserted)
+    monkeypatch.setattr(dml.Target, "inserted_meanwhile", inserted_meanwhile)
 
 
 def test_our_delete_racing_duckdb_inserts_deletes_their_matching_rows(  # noqa: ANN001

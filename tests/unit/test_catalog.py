@@ -252,11 +252,12 @@ def test_commit_retries_follow_the_lakes_max_retry_count(tmp_path, monkeypatch):
     assert len(attempts) == 3
 
 
-def test_earlier_names_are_aliases(tmp_path):  # noqa: ANN001
-    """``Lake`` (the catalog client's earlier name) is ``Catalog``."""
-    from dbt.adapters.ducklake.lake import Catalog, Lake
+def test_earlier_names_are_gone():
+    """The package is unreleased: the catalog client's earlier name ``Lake`` and the façade's
+    ``SparkLake.lake`` were dropped rather than carried (one name per concept)."""
+    import dbt.adapters.ducklake.lake as lake_package
+    from dbt.adapters.ducklake.spark import SparkLake
 
-    assert Lake is Catalog
-    lake = Lake.open(f"sqlite:///{tmp_path}/c.sqlite", str(tmp_path / "data"))
-    assert isinstance(lake, Catalog)
-    lake.close()
+    assert not hasattr(lake_package, "Lake")
+    assert not hasattr(SparkLake, "lake")
+

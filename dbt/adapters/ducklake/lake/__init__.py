@@ -6,7 +6,7 @@ the extension's source as ``duckdb/ducklake@v1.5-variegata <path>``: a file of
 https://github.com/duckdb/ducklake on the branch ``v1.5-variegata``, which DuckDB 1.5.5 ships.
 """
 
-from .catalog import Catalog, Lake
+from .catalog import Catalog
 from .commit import Transaction
 from .errors import (
     AlreadyExistsError,
@@ -39,7 +39,6 @@ __all__ = [
     "DuckLakeError",
     "FormatVersionError",
     "InvalidArgumentError",
-    "Lake",
     "NotFoundError",
     "SchemaMismatchError",
     "Snapshot",

@@ -715,10 +715,6 @@ class Catalog(CatalogDatabase):
         return join_path(base, table.path, table.path_is_relative)
 
 
-Lake = Catalog
-"""The catalog client's earlier name, kept as an alias (as ``SparkLake.lake`` is kept for
-``SparkLake.catalog``): a ``Lake`` was easily taken for the whole lake."""
-
 
 def inlined_table_name(table_id: int, schema_version: int) -> str:
     """The name DuckLake gives the inlined-data table of a table's schema version."""

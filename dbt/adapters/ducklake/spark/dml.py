@@ -120,7 +120,7 @@ class Target:
     def commit(self, tx: Transaction, info: CommitInfo | None) -> Snapshot:
         return commit(tx, info or self.commit_info)
 
-    def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
+    def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what
         a statement planned at ``since`` must still apply itself to when it commits later
         (``Transaction.replanner``)."""
@@ -359,17 +359,17 @@ def replaced_anyway(since: Snapshot, until: Snapshot) -> None:
     data file and inlined row live when it commits (``data_files.end_all``)."""
 
 
-# What a replacement deletes: the target rows (a metadata scan) that the source dooms.
-Doomed = Callable[[DataFrame, DataFrame], DataFrame]
+# What a replacement deletes: the target rows (a metadata scan) that the source selects.
+ReplacedRows = Callable[[DataFrame, DataFrame], DataFrame]
 
 
-def where_doomed(where: str | Column) -> Doomed:
+def replaced_where(where: str | Column) -> ReplacedRows:
     """``REPLACE WHERE pred``: the target rows matching ``where``."""
     test = where if isinstance(where, Column) else F.expr(where)
     return lambda target, _source: target.where(test)
 
 
-def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
+def replaced_on(on: str | Column, target_alias: str, source_alias: str) -> ReplacedRows:
     """``REPLACE ON cond``: the target rows some source row satisfies ``on`` with.
 
     The source's columns are reachable only through ``source_alias`` (``s.id``), so an
@@ -377,7 +377,7 @@ def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
     """
     test = on if isinstance(on, Column) else F.expr(on)
 
-    def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+    def replaced(target: DataFrame, source: DataFrame) -> DataFrame:
         if source_alias.lower() in {c.lower() for c in target.columns}:
             # A table column named like the alias would make ``s.x`` ambiguous with the
             # struct; join the plain relation instead (unqualified names must then be
@@ -388,10 +388,10 @@ def on_doomed(on: str | Column, target_alias: str, source_alias: str) -> Doomed:
             F.struct(*[F.col(sql.ident(c)) for c in source.columns]).alias(source_alias))
         return target.alias(target_alias).join(packed, on=test, how="left_semi")
 
-    return doomed
+    return replaced
 
 
-def using_doomed(keys: Iterable[str | Column]) -> Doomed:
+def replaced_using(keys: Iterable[str | Column]) -> ReplacedRows:
     """``REPLACE USING (keys)``: the target rows whose key values occur in the source,
     compared NULL-safely."""
     exprs = [F.col(sql.ident(k)) if isinstance(k, str) else k for k in keys]
@@ -399,19 +399,19 @@ def using_doomed(keys: Iterable[str | Column]) -> Doomed:
         raise InvalidArgumentError("REPLACE USING needs at least one key column")
     names = [f"__ducklake_key_{i}" for i in range(len(exprs))]
 
-    def doomed(target: DataFrame, source: DataFrame) -> DataFrame:
+    def replaced(target: DataFrame, source: DataFrame) -> DataFrame:
         t = target.select("*", *[e.alias(n) for e, n in zip(exprs, names)])
         s = source.select(*[e.alias(n) for e, n in zip(exprs, names)]).distinct()
         cond = [t[n].eqNullSafe(s[n]) for n in names]
         return t.join(s, on=cond, how="left_semi")
 
-    return doomed
+    return replaced
 
 
-def replace_rows(target: Target, df: DataFrame, doomed: Doomed,
+def replace_rows(target: Target, df: DataFrame, replaced: ReplacedRows,
                  info: CommitInfo | None = None, cache_source: bool = False
                  ) -> Snapshot | None:
-    """Delete the rows ``doomed(target rows, df)`` selects and insert ``df``: one snapshot.
+    """Delete the rows ``replaced(target rows, df)`` selects and insert ``df``: one snapshot.
 
     Both halves are computed against the same table state, so a source that reads the
     table itself (``{{ this }}`` in an incremental model) sees the rows as they were
@@ -420,14 +420,14 @@ def replace_rows(target: Target, df: DataFrame, doomed: Doomed,
     state = target.state()
     source = df.cache() if cache_source else df
     try:
-        positions, inlined = locations(doomed(scan(target.spark, state, metadata=True),
+        positions, inlined = locations(replaced(scan(target.spark, state, metadata=True),
                                               source))
         tx = target.transaction(state)
         ref = TableRef(state.table.table_id)
         if positions or inlined:
             delete_files.delete(tx, ref, positions, inlined)
         tx.replanner = lambda since, until: delete_files.delete(
-            tx, ref, *locations(doomed(target.inserted(since, until), source)))
+            tx, ref, *locations(replaced(target.inserted_meanwhile(since, until), source)))
         rows = target.stage(tx, state, source)
         if rows == 0 and not positions and not inlined:
             return None
@@ -452,7 +452,7 @@ def delete(target: Target, where: str | Column | None = None,
     ref = TableRef(state.table.table_id)
     delete_files.delete(tx, ref, positions, inlined)
     tx.replanner = lambda since, until: delete_files.delete(
-        tx, ref, *locations(_matching(target.inserted(since, until), where, alias)))
+        tx, ref, *locations(_matching(target.inserted_meanwhile(since, until), where, alias)))
     return target.commit(tx, info)
 
 
@@ -499,7 +499,7 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
         return None
 
     def replan(since: Snapshot, until: Snapshot) -> None:
-        stage(target.inserted(since, until))
+        stage(target.inserted_meanwhile(since, until))
 
     tx.replanner = replan
     return target.commit(tx, info)

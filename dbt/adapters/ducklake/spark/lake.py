@@ -104,11 +104,6 @@ class SparkLake:
         """Open (or create) a lake; options are those of :meth:`Catalog.open`."""
         return cls(spark, Catalog.open(catalog, data_path, **options))
 
-    @property
-    def lake(self) -> Catalog:
-        """The catalog client (:attr:`catalog`), by its earlier name."""
-        return self.catalog
-
     def close(self) -> None:
         self.catalog.close()
 
@@ -542,11 +537,11 @@ class LakeTable:
         return dml.Target(self._lake.spark, self._lake.catalog, self.schema_name, self.table_name,
                           self._lake.commit_info)
 
-    def inserted(self, since: Snapshot, until: Snapshot) -> DataFrame:
+    def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what
         a statement planned at ``since`` must still apply itself to when it commits later
         (``Transaction.replanner``)."""
-        return self._target().inserted(since, until)
+        return self._target().inserted_meanwhile(since, until)
 
     # ------------------------------------------------------------------ writing
     def _batch(self, info: CommitInfo | None, stream_id: str | None,
@@ -612,7 +607,7 @@ class LakeTable:
         """``INSERT INTO t REPLACE WHERE pred``: delete the rows matching ``where`` and insert
         ``df``, in one snapshot (Delta's ``replaceWhere``). Microbatch models use it to replace
         one batch's time window atomically."""
-        return dml.replace_rows(self._target(), df, dml.where_doomed(where), info)
+        return dml.replace_rows(self._target(), df, dml.replaced_where(where), info)
 
     def replace_on(self, df: DataFrame, on: str | Column, target_alias: str | None = None,
                    source_alias: str | None = None,
@@ -624,9 +619,9 @@ class LakeTable:
         The source's columns are reachable only through ``source_alias`` (``s.id``), so an
         unqualified column in ``on`` is the table's, as in the WHERE of a DELETE.
         """
-        doomed = dml.on_doomed(on, target_alias or self.table_name,
+        replaced = dml.replaced_on(on, target_alias or self.table_name,
                                source_alias or "__ducklake_source")
-        return dml.replace_rows(self._target(), df, doomed, info, cache_source=True)
+        return dml.replace_rows(self._target(), df, replaced, info, cache_source=True)
 
     def replace_using(self, df: DataFrame, keys: Iterable[str | Column],
                       info: CommitInfo | None = None, *, stream_id: str | None = None,
@@ -638,7 +633,7 @@ class LakeTable:
         info, earlier = self._batch(info, stream_id, batch_id)
         if earlier is not None:
             return earlier
-        return dml.replace_rows(self._target(), df, dml.using_doomed(keys), info,
+        return dml.replace_rows(self._target(), df, dml.replaced_using(keys), info,
                                 cache_source=True)
 
     def delete(self, where: str | Column | None = None,

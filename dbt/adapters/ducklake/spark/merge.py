@@ -641,7 +641,7 @@ def replan(plan: MergePlan, tx: Transaction, counts: MergeCounts, since: Snapsho
     (``Transaction.replanner``, with ``plan``, ``tx`` and ``counts`` bound). A source row
     matching one of them would change its fate under a WHEN NOT MATCHED clause: a conflict."""
     table, statement = plan.table, plan.statement
-    target = table.inserted(since, until)
+    target = table.inserted_meanwhile(since, until)
     if statement.inserts and target.alias(statement.target_alias).join(
             plan.src.alias(statement.source_alias), on=F.expr(statement.on),
             how="left_semi").limit(1).count():
