@@ -50,3 +50,18 @@ def test_settings_apply_to_statements_of_other_threads(spark, lake) -> None:  # 
     finally:
         spark.conf.unset(KEY)
         spark.conf.set("spark.sql.ansi.enabled", ansi)
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_variable_beside_a_lake_table_name(spark, lake) -> None:  # noqa: ANN001
+    """``${var}`` changes the statement's length before the lake table's name, which is
+    rewritten to its temp view at the position the parse gave: both must index one text."""
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    engine.execute("create table main.t as select id from range(3)")
+    spark.conf.set(KEY, "a much longer value than the name of the variable")
+    try:
+        rows = engine.execute(f"select '${{{KEY}}}' as v, id from main.t order by id").df
+        assert [tuple(r) for r in rows.collect()] == [
+            ("a much longer value than the name of the variable", i) for i in range(3)]
+    finally:
+        spark.conf.unset(KEY)

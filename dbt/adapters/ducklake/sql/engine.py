@@ -57,6 +57,7 @@ class Engine(StatementContext):
 
     def _execute_one(self, sql: str) -> StatementResult:
         self.registry.refresh()
+        sql = self._substitute(sql)
         alter = partition_alter(sql)
         if alter is not None:  # DuckDB's syntax, which Spark's parser rejects
             self.check_writable(f"`{statement_summary(sql)}`")
@@ -74,6 +75,17 @@ class Engine(StatementContext):
             return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql))
         self.check_writable(f"`{statement_summary(sql)}`")
         return handler(self, plan, sql)
+
+    def _substitute(self, sql: str) -> str:
+        """The statement with Spark's ``${var}`` variables substituted, as its parser would
+        (``spark.sql.variable.substitute``). Done once, up front, so that every position taken
+        from a parse (the relation names rewritten to temp views, a type name corrected)
+        indexes the text that is then changed and run."""
+        if "${" not in sql:
+            return sql
+        substitution = java_class(self.spark,
+                                  "org.apache.spark.sql.internal.VariableSubstitution")()
+        return str(substitution.substitute(sql))
 
     def _check_read(self, plan: Any, sql: str) -> None:
         """On a pinned connection, refuse every statement that is not a read before anything
