@@ -62,8 +62,17 @@ _CATALOGS: dict[tuple[Any, ...], Catalog] = {}
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``format("ducklake")`` known to ``spark`` (``SparkLake.open`` calls this)."""
-    spark.dataSource.register(DuckLakeDataSource)
+    """Make ``format("ducklake")`` known to ``spark`` (``SparkLake.open`` calls this). Spark
+    refuses a second registration of a name (``DATA_SOURCE_ALREADY_EXISTS``), and every lake
+    opened on the session (a dbt profile's pinned and unpinned targets share one) registers it:
+    once is enough."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.dataSource.register(DuckLakeDataSource)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
 
 
 # ---------------------------------------------------------------------------------- options
