@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,6 +21,7 @@ from dbt.adapters.ducklake.spark.merge import MergeClause
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id long, label string"
+FEED_EPOCH_NS = time.time_ns()
 
 
 def feed(src, index: int, count: int) -> list[int]:  # noqa: ANN001
@@ -28,7 +30,12 @@ def feed(src, index: int, count: int) -> list[int]:  # noqa: ANN001
     os.makedirs(src, exist_ok=True)
     table = pa.table({"id": pa.array(ids, pa.int64()), "label": [f"row {i}" for i in ids]})
     pq.write_table(table, f"{src}/.f{index}.tmp")
-    os.rename(f"{src}/.f{index}.tmp", f"{src}/f{index:03d}.parquet")
+    path = f"{src}/f{index:03d}.parquet"
+    os.rename(f"{src}/.f{index}.tmp", path)
+    # Spark's file source takes files in modification-time order, and files written within
+    # the same clock tick tie: a batch must not overtake the one fed before it.
+    mtime_ns = FEED_EPOCH_NS + index * 1_000_000_000
+    os.utime(path, ns=(mtime_ns, mtime_ns))
     return ids
 
 
