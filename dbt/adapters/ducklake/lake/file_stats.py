@@ -22,7 +22,7 @@ import math
 import struct
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -330,93 +330,100 @@ def file_column_stats(
     given, else from ``nan_count`` or an all-NULL column, else None -- and while it is None the
     float bounds are NULL too (a reader would otherwise prune NaN rows away).
     """
-    schema = metadata.schema
-    thrift = _fields(_footer_thrift(metadata))
-    orders = _items(thrift.get(FILE_META_COLUMN_ORDERS)) if thrift else None
-    raw_groups = _items(thrift.get(FILE_META_ROW_GROUPS)) if thrift else None
-    if raw_groups is not None and len(raw_groups) != metadata.num_row_groups:
-        raw_groups = None
-    nan_columns = nan_columns or {}
+    footer = _Footer.of(metadata)
     result: list[FileColumnStats] = []
-
     for index in range(metadata.num_columns):
-        column = schema.column(index)
-        mapped = leaves.get(column.path)
+        mapped = leaves.get(metadata.schema.column(index).path)
         if mapped is None:
             continue
         column_id, lake_type = mapped
-        kind = _parquet_kind(column)
-        phys = column.physical_type
-        max_def = column.max_definition_level
-        ordered = bool(
-            orders is not None
-            and index < len(orders)
-            and isinstance(orders[index], TStruct)
-            and orders[index].get(COLUMN_ORDER_TYPE_DEFINED) is not None
-        )
-        size = 0
-        null_total: int | None = 0
-        value_total: int | None = 0
-        nan_total: int | None = 0
-        groups_with_values = 0
-        lo, hi = _Bound(), _Bound()
-
+        totals = _LeafTotals()
         for rg_index in range(metadata.num_row_groups):
-            chunk = metadata.row_group(rg_index).column(index)
-            size += chunk.total_compressed_size
-            raw_meta = _chunk_meta(raw_groups, rg_index, index)
-            raw_stats = _fields(raw_meta.get(META_STATISTICS)) if raw_meta else None
-            nulls = _chunk_nulls(chunk, raw_meta, raw_stats, max_def)
-            values = None if nulls is None else chunk.num_values - nulls
-            if values is not None and values < 0:
-                nulls = values = None
-            null_total = None if nulls is None or null_total is None else null_total + nulls
-            value_total = None if values is None or value_total is None else value_total + values
-            if values == 0:
-                continue  # an all-NULL chunk adds nothing to the bounds or NaN count
-            groups_with_values += 1
-            nan_count = raw_stats.get(STATS_NAN_COUNT) if raw_stats is not None else None
-            nan_total = (
-                nan_total + nan_count
-                if (isinstance(nan_count, int) and nan_total is not None)
-                else None
-            )
-            chunk_lo, chunk_hi = _chunk_bounds(
-                raw_stats,
-                ordered,
-                _arrow_trusts_min_max(chunk),
-                kind,
-                phys,
-                lake_type,
-            )
-            lo.add(chunk_lo, lake_type, -1)
-            hi.add(chunk_hi, lake_type, 1)
+            totals.add_chunk(footer, rg_index, index, lake_type)
+        result.append(totals.stats(column_id, lake_type, (nan_columns or {}).get(column_id)))
+    return result
 
-        contains_nan: bool | None = None
-        min_value, max_value = lo.value, hi.value
-        if value_total == 0:
+
+@dataclass(frozen=True)
+class _Footer:
+    """A file's footer as pyarrow shows it, with the raw Thrift parts pyarrow hides (column
+    orders, exact-bound flags, NaN counts, definition-level histograms)."""
+
+    metadata: pq.FileMetaData
+    orders: list[Any] | None
+    raw_groups: list[Any] | None
+
+    @classmethod
+    def of(cls, metadata: pq.FileMetaData) -> _Footer:
+        thrift = _fields(_footer_thrift(metadata))
+        orders = _items(thrift.get(FILE_META_COLUMN_ORDERS)) if thrift else None
+        raw_groups = _items(thrift.get(FILE_META_ROW_GROUPS)) if thrift else None
+        if raw_groups is not None and len(raw_groups) != metadata.num_row_groups:
+            raw_groups = None
+        return cls(metadata, orders, raw_groups)
+
+    def ordered(self, index: int) -> bool:
+        """Whether the leaf's min/max follow its type's defined order (not the old signed one)."""
+        orders = self.orders
+        return bool(orders is not None and index < len(orders)
+                    and isinstance(orders[index], TStruct)
+                    and orders[index].get(COLUMN_ORDER_TYPE_DEFINED) is not None)
+
+
+@dataclass
+class _LeafTotals:
+    """One leaf's statistics summed over row groups; ``None`` once a part is unknown."""
+
+    size: int = 0
+    nulls: int | None = 0
+    values: int | None = 0
+    nans: int | None = 0
+    groups_with_values: int = 0
+    lo: _Bound = field(default_factory=_Bound)
+    hi: _Bound = field(default_factory=_Bound)
+
+    def add_chunk(self, footer: _Footer, rg_index: int, index: int, lake_type: LakeType) -> None:
+        column = footer.metadata.schema.column(index)
+        chunk = footer.metadata.row_group(rg_index).column(index)
+        self.size += chunk.total_compressed_size
+        raw_meta = _chunk_meta(footer.raw_groups, rg_index, index)
+        raw_stats = _fields(raw_meta.get(META_STATISTICS)) if raw_meta else None
+        nulls = _chunk_nulls(chunk, raw_meta, raw_stats, column.max_definition_level)
+        values = None if nulls is None else chunk.num_values - nulls
+        if values is not None and values < 0:
+            nulls = values = None
+        self.nulls = None if nulls is None or self.nulls is None else self.nulls + nulls
+        self.values = None if values is None or self.values is None else self.values + values
+        if values == 0:
+            return  # an all-NULL chunk adds nothing to the bounds or NaN count
+        self.groups_with_values += 1
+        nan_count = raw_stats.get(STATS_NAN_COUNT) if raw_stats is not None else None
+        self.nans = self.nans + nan_count \
+            if isinstance(nan_count, int) and self.nans is not None else None
+        lo, hi = _chunk_bounds(raw_stats, footer.ordered(index), _arrow_trusts_min_max(chunk),
+                               _parquet_kind(column), column.physical_type, lake_type)
+        self.lo.add(lo, lake_type, -1)
+        self.hi.add(hi, lake_type, 1)
+
+    def stats(self, column_id: int, lake_type: LakeType,
+              nan_known: bool | None) -> FileColumnStats:
+        min_value, max_value = self.lo.value, self.hi.value
+        if self.values == 0:
             min_value = max_value = None
+        contains_nan: bool | None = None
         if lake_type.name in FLOAT_TYPES:
-            if column_id in nan_columns:
-                contains_nan = bool(nan_columns[column_id])
-            elif value_total == 0:
+            if nan_known is not None:
+                contains_nan = bool(nan_known)
+            elif self.values == 0:
                 contains_nan = False
-            elif nan_total is not None and groups_with_values:
-                contains_nan = nan_total > 0
+            elif self.nans is not None and self.groups_with_values:
+                contains_nan = self.nans > 0
             if contains_nan is None:
                 min_value = max_value = None
-        result.append(
-            FileColumnStats(
-                column_id=column_id,
-                column_size_bytes=size,
-                value_count=value_total,
-                null_count=null_total,
-                min_value=min_value,
-                max_value=max_value,
-                contains_nan=contains_nan,
-            )
-        )
-    return result
+        return FileColumnStats(
+            column_id=column_id, column_size_bytes=self.size, value_count=self.values,
+            null_count=self.nulls, min_value=min_value, max_value=max_value,
+            contains_nan=contains_nan)
 
 
 def _arrow_trusts_min_max(chunk: pq.ColumnChunkMetaData) -> bool:

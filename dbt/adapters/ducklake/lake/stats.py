@@ -227,29 +227,40 @@ def widen_table_column_stats(
     else:
         contains_nan = current.contains_nan if current is not None else None
 
-    new_empty = new.value_count == 0
-
-    def side(cur: str | None, fresh: str | None, want: int) -> str | None:
-        state = prior_state or (
-            "known" if cur is not None else ("empty" if had_values is False else "unknown")
-        )
-        if new_empty:
-            return cur if state == "known" else None
-        if fresh is None or state == "unknown":
-            return None
-        if state == "empty":
-            return fresh
-        assert cur is not None
-        try:
-            return fresh if compare_encoded(fresh, cur, lake_type) == want else cur
-        except ValueError:
-            return None
-
     return TableColumnStats(
         table_id=table_id,
         column_id=column_id,
         contains_null=contains_null,
         contains_nan=contains_nan,
-        min_value=side(prior_bounds[0], new.min_value, -1),
-        max_value=side(prior_bounds[1], new.max_value, 1),
+        min_value=_widen_bound(prior_bounds[0], new.min_value, -1, lake_type,
+                               _bound_state(prior_state, prior_bounds[0], had_values),
+                               new.value_count == 0),
+        max_value=_widen_bound(prior_bounds[1], new.max_value, 1, lake_type,
+                               _bound_state(prior_state, prior_bounds[1], had_values),
+                               new.value_count == 0),
     )
+
+
+def _bound_state(prior_state: str, current: str | None, had_values: bool | None) -> str:
+    """What a table-level bound means: ``known``, ``empty`` (no value yet) or ``unknown``."""
+    if prior_state:
+        return prior_state
+    if current is not None:
+        return "known"
+    return "empty" if had_values is False else "unknown"
+
+
+def _widen_bound(current: str | None, fresh: str | None, want: int, lake_type: LakeType,
+                 state: str, new_empty: bool) -> str | None:
+    """The table's min (``want=-1``) or max (``want=1``) after a file with bound ``fresh``."""
+    if new_empty:
+        return current if state == "known" else None
+    if fresh is None or state == "unknown":
+        return None
+    if state == "empty":
+        return fresh
+    assert current is not None
+    try:
+        return fresh if compare_encoded(fresh, current, lake_type) == want else current
+    except ValueError:
+        return None
