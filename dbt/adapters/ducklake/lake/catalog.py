@@ -162,12 +162,7 @@ class Catalog(CatalogDatabase):
                     raise CatalogConnectionError(f"catalog directory {parent} does not exist")
                 os.makedirs(parent, exist_ok=True)
         base = base_dir or os.getcwd()
-        wanted = None
-        if data_path:
-            wanted = data_path if is_remote(data_path) else os.path.abspath(
-                os.path.join(base, os.path.expanduser(data_path.removeprefix("file://")))
-            )
-            wanted = normalise_dir(wanted)
+        wanted = _absolute_data_path(data_path, base)
         lake = cls(target, wanted or "", metadata_schema, data_inlining_row_limit)
         try:
             meta = bootstrap.read_metadata(lake)
@@ -175,40 +170,48 @@ class Catalog(CatalogDatabase):
             lake.engine.dispose()
             raise
         if meta is None:
-            if not create:
-                raise CatalogConnectionError(f"no DuckLake lake in catalog {target.display}")
-            if not wanted:
-                raise InvalidArgumentError(
-                    "data_path is required to create a new lake: pass the directory (or object "
-                    "store URL) where its Parquet files should live"
-                )
-            bootstrap.create_lake(lake, wanted)
-            if not is_remote(wanted):
-                os.makedirs(wanted, exist_ok=True)
+            lake._create(wanted, create)
             return lake
         try:
-            bootstrap.require_format_version(lake, meta.get("version"))
-        except FormatVersionError:
+            lake._adopt(meta, wanted, override_data_path)
+        except (FormatVersionError, InvalidArgumentError):
             lake.engine.dispose()
             raise
+        lake.allow_reads_from(*read_paths, base_dir=base)
+        return lake
+
+    def _create(self, data_path: str | None, create: bool) -> None:
+        """A new lake in an empty catalog, when the caller allows it."""
+        if not create:
+            raise CatalogConnectionError(f"no DuckLake lake in catalog {self.target.display}")
+        if not data_path:
+            raise InvalidArgumentError(
+                "data_path is required to create a new lake: pass the directory (or object "
+                "store URL) where its Parquet files should live"
+            )
+        bootstrap.create_lake(self, data_path)
+        if not is_remote(data_path):
+            os.makedirs(data_path, exist_ok=True)
+
+    def _adopt(self, meta: dict[str, str], wanted: str | None, override: bool) -> None:
+        """Check an existing lake's ``ducklake_metadata`` (format version, encryption, the
+        stored data path against the one asked for) and take its data path."""
+        bootstrap.require_format_version(self, meta.get("version"))
         if meta.get("encrypted", "false") != "false":
-            lake.engine.dispose()
             raise FormatVersionError(
-                f"the lake in {target.display} is encrypted; encrypted lakes are not supported"
+                f"the lake in {self.target.display} is encrypted; encrypted lakes are not "
+                "supported"
             )
         stored = meta.get("data_path", "")
         if stored and not is_remote(stored) and not os.path.isabs(stored):
             stored = normalise_dir(os.path.abspath(stored))
-        if wanted and stored and normalise_dir(stored) != wanted and not override_data_path:
-            lake.engine.dispose()
+        if wanted and stored and normalise_dir(stored) != wanted and not override:
             raise InvalidArgumentError(
                 f"data_path {wanted!r} differs from the lake's stored data path {stored!r}; "
                 "drop data_path from the profile to use the stored one, or pass "
                 "override_data_path=True"
             )
-        lake.data_path = normalise_dir(wanted if (wanted and override_data_path) else stored)
-        lake.allow_reads_from(*read_paths, base_dir=base)
-        return lake
+        self.data_path = normalise_dir(wanted if (wanted and override) else stored)
 
     def allow_reads_from(self, *directories: str, base_dir: str | None = None) -> None:
         """Also read Parquet files the catalog names below these directories (outside the
@@ -816,3 +819,14 @@ def _by_name(items, name, key):  # noqa: ANN001, ANN202
         if folded is None and key(item).lower() == name.lower():
             folded = item
     return folded
+
+
+def _absolute_data_path(data_path: str | None, base: str) -> str | None:
+    """``data_path`` as the lake stores it: a URL as given, a local path absolute (relative to
+    ``base``, ``~`` expanded, ``file://`` dropped) with one trailing slash."""
+    if not data_path:
+        return None
+    if is_remote(data_path):
+        return normalise_dir(data_path)
+    return normalise_dir(os.path.abspath(
+        os.path.join(base, os.path.expanduser(data_path.removeprefix("file://")))))
