@@ -19,7 +19,7 @@ Tasks need the package (and pyarrow) where they run, as any Python UDF does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -40,7 +40,7 @@ from ...lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundErr
 from ...lake.inlining.rows import can_inline
 from ...lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
 from ...lake.options import ParquetOptions
-from ...lake.partitions import keys_of_spec
+from ...lake.partitions import PartitionKey, hive_directory, keys_of_spec, partition_value
 from ...lake.streams import StreamBatch
 from .. import write as spark_write
 from ..table_state import load_state
@@ -61,6 +61,7 @@ class _Plan:
     columns: list[ColumnInfo]
     parquet: ParquetOptions
     inline_limit: int  # 0: never inline
+    keys: tuple[PartitionKey, ...] = ()  # the partitioned table's keys
 
 
 def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
@@ -76,16 +77,17 @@ def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
                                                state.table.table_id)
         spec = lake.partition_spec(state.table.table_id, state.snapshot_id, conn)
     keys = keys_of_spec(spec, state.columns) if spec is not None else ()
-    if not spark_write.writes_on_driver(state.columns, keys):
+    if not spark_write.writes_on_driver(state.columns, ()):
         raise InvalidArgumentError(
-            f'format("ducklake") does not write {options.table} yet: it is partitioned or '
-            "has a column Spark writes in another physical form. Write it from foreachBatch "
-            "with SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
+            f'format("ducklake") does not write {options.table} yet: it has a column Spark '
+            "writes in another physical form. Write it from foreachBatch with "
+            "SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
     # The data's columns must be the table's (by name, types that widen to the table's):
     # checked here, on the driver, before any task runs.
     spark_write.conform_arrow(to_arrow_schema(schema).empty_table(), state.columns)
     limit = state.inlining_row_limit if can_inline(state.columns, lake.dialect) else 0
-    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit)
+    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit,
+                 tuple(keys))
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -138,10 +140,9 @@ class _LakeWriter:
     def _write_file(self, message: LakeCommitMessage, batches: list[pa.RecordBatch]) -> None:
         plan = self.plan
         rows = spark_write.conform_arrow(pa.Table.from_batches(batches), plan.columns)
-        new_file, path = spark_write.write_rows_file(rows, plan.table_dir, plan.columns,
-                                                     plan.parquet)
-        message.files.append(new_file)
-        message.paths.append(path)
+        for new_file, path in write_files(rows, plan.table_dir, plan):
+            message.files.append(new_file)
+            message.paths.append(path)
 
     # ---------------------------------------------------------------- on the driver
     def _commit(self, messages: Sequence[WriterCommitMessage | None],
@@ -191,10 +192,9 @@ class _LakeWriter:
                 inlined = rows.to_pylist()
             else:
                 # the tasks' small remainders, as one more file (written here, on the driver)
-                new_file, path = spark_write.write_rows_file(rows, state.table_dir,
-                                                             state.columns, plan.parquet)
-                files.append(new_file)
-                tx.files_written.append(path)
+                for new_file, path in write_files(rows, state.table_dir, plan):
+                    files.append(new_file)
+                    tx.files_written.append(path)
         ref = TableRef(plan.table_id)
         if self.overwrite:
             data_files.replace(tx, ref, files, inlined)
@@ -216,6 +216,34 @@ class _LakeWriter:
 
     def _abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         _remove([p for m in messages if isinstance(m, LakeCommitMessage) for p in m.paths])
+
+
+def write_files(rows: pa.Table, table_dir: str, plan: _Plan) -> list[tuple[NewDataFile, str]]:
+    """``rows`` (conformed to the table) as files of the table: one, or for a partitioned
+    table one per partition, in DuckDB's hive directories with the partition values; a file
+    already written is removed if a later one fails."""
+    if not plan.keys:
+        return [spark_write.write_rows_file(rows, table_dir, plan.columns, plan.parquet)]
+    layout = tuple((k.column.column_id, k.transform_text) for k in plan.keys)
+    groups: dict[tuple[str | None, ...], list[int]] = {}
+    values = [rows.column(k.column.column_name).to_pylist() for k in plan.keys]
+    for i, row in enumerate(zip(*values)):
+        key = tuple(partition_value(k, v) for k, v in zip(plan.keys, row))
+        groups.setdefault(key, []).append(i)
+    out: list[tuple[NewDataFile, str]] = []
+    try:
+        for key, indices in groups.items():
+            directory = hive_directory(plan.keys, key)
+            new_file, path = spark_write.write_rows_file(
+                rows.take(pa.array(indices, pa.int64())), table_dir + directory,
+                plan.columns, plan.parquet)
+            out.append((replace(new_file, path=directory + new_file.path,
+                                partition_values=[(k.index, v) for k, v in zip(plan.keys, key)],
+                                partition_layout=layout), path))
+    except BaseException:
+        _remove([path for _, path in out])
+        raise
+    return out
 
 
 def _remove(paths: list[str]) -> None:
