@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from oracle import assert_same
 from reliability.support import leftovers
+from stream_support import feed, ids, marks
 
 from dbt.adapters.ducklake.lake import Transaction, data_files
 from dbt.adapters.ducklake.lake.models import TableRef
@@ -21,22 +20,6 @@ from dbt.adapters.ducklake.spark.merge import MergeClause
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id long, label string"
-FEED_EPOCH_NS = time.time_ns()
-
-
-def feed(src, index: int, count: int) -> list[int]:  # noqa: ANN001
-    """One more source file of ``count`` rows (ids from ``index * 1000``); its ids."""
-    ids = list(range(index * 1000, index * 1000 + count))
-    os.makedirs(src, exist_ok=True)
-    table = pa.table({"id": pa.array(ids, pa.int64()), "label": [f"row {i}" for i in ids]})
-    pq.write_table(table, f"{src}/.f{index}.tmp")
-    path = f"{src}/f{index:03d}.parquet"
-    os.rename(f"{src}/.f{index}.tmp", path)
-    # Spark's file source takes files in modification-time order, and files written within
-    # the same clock tick tie: a batch must not overtake the one fed before it.
-    mtime_ns = FEED_EPOCH_NS + index * 1_000_000_000
-    os.utime(path, ns=(mtime_ns, mtime_ns))
-    return ids
 
 
 def sink(spark, lake_target, src, checkpoint, table="main.ev", **options):  # noqa: ANN001, ANN201
@@ -59,20 +42,6 @@ def run(writer) -> None:  # noqa: ANN001
 def parquet_files(data_path: str) -> list[str]:
     return sorted(os.path.join(d, n) for d, _, names in os.walk(data_path) for n in names
                   if n.endswith(".parquet"))
-
-
-def ids(table) -> list[int]:  # noqa: ANN001
-    return sorted(r[0] for r in table.read().select("id").collect())
-
-
-def marks(lake) -> list[int | None]:  # noqa: ANN001
-    import json
-
-    out = []
-    for s in lake.snapshots():
-        info = json.loads(s.commit_extra_info) if s.commit_extra_info else {}
-        out.append(info.get("ducklake_stream", {}).get("batch"))
-    return out
 
 
 def test_stream_commits_each_batch_once(spark, lake, lake_target, duck, tmp_path):  # noqa: ANN001
@@ -238,3 +207,61 @@ def test_bad_input_is_a_clear_error(spark, lake, lake_target, tmp_path):  # noqa
         run(counts.writeStream.format("ducklake").outputMode("update")
             .option("catalog", lake_target.catalog).option("table", "main.ev")
             .option("checkpointLocation", str(tmp_path / "ck3")).trigger(availableNow=True))
+
+
+def test_flush_inlined_rows_option(spark, lake, lake_target, duck, tmp_path):  # noqa: ANN001
+    """Inlined batches accumulate until the table holds more than flushInlinedRows; the
+    commit that passes it is followed by a flush in its own snapshot."""
+    table = lake.create_table("main.fl", spark.range(0).selectExpr("id", "'' AS label"))
+    src, ck = str(tmp_path / "src"), str(tmp_path / "ck")
+    expected = feed(src, 0, 4) + feed(src, 1, 4)
+    before = len(lake.snapshots())
+    run(sink(spark, lake_target, src, ck, table="main.fl", flushInlinedRows="8"))
+    assert [s.changes_made for s in lake.snapshots()[before:]] == [
+        "inlined_insert:1", "inlined_insert:1"]  # 8 rows: not past the limit
+    assert not parquet_files(lake_target.data_path)
+
+    expected += feed(src, 2, 4)
+    run(sink(spark, lake_target, src, ck, table="main.fl", flushInlinedRows="8"))
+    last = lake.snapshots()[-2:]
+    assert last[0].changes_made == "inlined_insert:1"
+    assert last[1].changes_made == "inline_flush:1"
+    assert marks(lake)[-2:] == [2, None]  # the flush is no batch of the stream
+    assert len(parquet_files(lake_target.data_path)) == 1
+    assert ids(table) == sorted(expected)
+    assert_same(duck, "fl", table.read())
+    # DuckDB sees no inlined row left, and each row's lineage where it was
+    assert duck.execute("SELECT count(*) FROM ducklake_list_files('lake', 'fl')"
+                        ).fetchone() == (1,)
+    assert duck.execute("SELECT count(*) FROM lake.fl AT (VERSION => "
+                        f"{last[0].snapshot_id - 1})").fetchone() == (8,)
+
+
+def test_partitioned_table(spark, lake, lake_target, duck, tmp_path):  # noqa: ANN001
+    """A partitioned target: each batch's files go to DuckDB's hive directories with their
+    partition values (identity and a bucket transform); small batches are inlined."""
+    table = lake.create_table("main.p", spark.range(0).selectExpr("id", "'' AS label"),
+                              partition_by=["label", "bucket(2, id)"])
+    src = str(tmp_path / "src")
+    expected = feed(src, 0, 40) + feed(src, 1, 3)
+    stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+              .selectExpr("id", "CAST(id % 3 AS STRING) AS label")
+              .writeStream.format("ducklake").option("catalog", lake_target.catalog)
+              .option("table", "main.p").option("checkpointLocation", str(tmp_path / "ck")))
+    if lake_target.metadata_schema:
+        stream = stream.option("metadata_schema", lake_target.metadata_schema)
+    run(stream.trigger(availableNow=True))
+    assert ids(table) == sorted(expected)
+    # (the file source may take the two files in either order)
+    assert sorted(s.changes_made for s in lake.snapshots()[-2:]) == [
+        "inlined_insert:1", "inserted_into_table:1"]
+    files = parquet_files(lake_target.data_path)
+    assert len(files) == 6  # 3 labels x 2 buckets
+    assert all("/label=" in f and "/bucket=" in f for f in files), files
+    assert_same(duck, "p", table.read())
+    listed = duck.execute(
+        "SELECT count(*) FROM ducklake_list_files('lake', 'p')").fetchone()
+    assert listed == (6,)
+    # DuckDB prunes by the partition values the sink registered
+    assert duck.execute("SELECT count(*) FROM lake.p WHERE label = '1'").fetchone() == (
+        len([i for i in expected if i % 3 == 1]),)

@@ -1,21 +1,15 @@
-"""``format("ducklake")``: Spark's own entry points into a lake, through PySpark's Python data
-source API.
+"""``format("ducklake")`` writes: the streaming sink and batch ``df.write``.
 
->>> register(spark)   # once per session; SparkLake.open does it too
->>> (events.writeStream.format("ducklake")
-...     .option("catalog", "sqlite:///lake/catalog.sqlite").option("table", "main.events")
-...     .option("checkpointLocation", "ck/events").start())
->>> df.write.format("ducklake").option("catalog", url).mode("append").save("main.events")
-
-Writes (streaming ``append`` and ``complete``, batch ``append`` and ``overwrite``) run in
-two halves. Each task (:meth:`_LakeWriter.write`, on an executor) either hands its rows back
-in its commit message, when they are few enough to be inlined, or writes them as Parquet
-files of the table with pyarrow. The commit (on the driver, in a Python worker with no
-SparkSession) then registers the files (statistics from their footers), or inlines the rows
-when the whole batch is within the table's inlining limit, in one catalog transaction.
+Writes (streaming ``append`` and ``complete``, batch ``append``, ``overwrite`` and
+``errorifexists``) run in two halves. Each task (:meth:`_LakeWriter.write`, on an executor)
+either hands its rows back in its commit message, when they are few enough to be inlined,
+or writes them as Parquet files of the table with pyarrow. The commit (on the driver, in a
+Python worker with no SparkSession) then registers the files (statistics from their
+footers), or inlines the rows when the whole batch is within the table's inlining limit, in
+one catalog transaction.
 
 A streaming batch lands exactly once: the commit carries the stream's id and the batch id
-(:mod:`..lake.streams`), so a batch Spark replays after a crash commits nothing and a reset
+(:mod:`...lake.streams`), so a batch Spark replays after a crash commits nothing and a reset
 checkpoint is refused. The stream's id is the ``streamId`` option, else the query's
 checkpoint location.
 
@@ -24,15 +18,12 @@ Tasks need the package (and pyarrow) where they run, as any Python UDF does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
-    DataSource,
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
@@ -40,106 +31,24 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..lake import data_files, faults
-from ..lake import files as lake_files
-from ..lake import options as lake_options
-from ..lake.catalog import Catalog
-from ..lake.commit import Transaction
-from ..lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundError
-from ..lake.inlining.rows import can_inline
-from ..lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
-from ..lake.options import ParquetOptions
-from ..lake.partitions import keys_of_spec
-from ..lake.streams import StreamBatch
-from . import write as spark_write
-from .table_state import load_state
+from ...lake import data_files, faults
+from ...lake import files as lake_files
+from ...lake import options as lake_options
+from ...lake.catalog import Catalog
+from ...lake.commit import Transaction
+from ...lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundError
+from ...lake.inlining.rows import can_inline
+from ...lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
+from ...lake.options import ParquetOptions
+from ...lake.partitions import PartitionKey, hive_directory, keys_of_spec, partition_value
+from ...lake.streams import StreamBatch
+from .. import write as spark_write
+from ..table_state import load_state
+from .flush import flush, inlined_row_count
+from .options import SinkOptions
 
-NAME = "ducklake"
 # A task writes a file each time it holds this much Arrow data; the last one may be smaller.
 TASK_FILE_BYTES = 256 * 1024 * 1024
-
-_CATALOGS: dict[tuple[Any, ...], Catalog] = {}
-
-
-def register(spark: SparkSession) -> None:
-    """Make ``format("ducklake")`` known to ``spark`` (``SparkLake.open`` calls this). Spark
-    refuses a second registration of a name (``DATA_SOURCE_ALREADY_EXISTS``), and every lake
-    opened on the session (a dbt profile's pinned and unpinned targets share one) registers it:
-    once is enough."""
-    from pyspark.errors import AnalysisException
-
-    try:
-        spark.dataSource.register(DuckLakeDataSource)
-    except AnalysisException as exc:
-        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
-            raise
-
-
-# ---------------------------------------------------------------------------------- options
-@dataclass(frozen=True)
-class SinkOptions:
-    """What a ``format("ducklake")`` write was given."""
-
-    catalog: str
-    schema_name: str
-    table_name: str
-    data_path: str | None = None
-    metadata_schema: str | None = None
-    data_inlining_row_limit: int | None = None
-    stream_id: str | None = None
-    author: str | None = None
-    message: str | None = None
-
-    @classmethod
-    def parse(cls, options: Any) -> SinkOptions:
-        def get(key: str) -> str | None:
-            value = options.get(key)
-            return value if value not in (None, "") else None
-
-        catalog = get("catalog")
-        if catalog is None:
-            raise InvalidArgumentError(
-                'format("ducklake") needs .option("catalog", ...): the lake\'s catalog, as '
-                "in the profile (sqlite:///path/catalog.sqlite, postgresql+psycopg://..., "
-                "postgres:dbname=...)")
-        table = get("table") or get("path")
-        if table is None:
-            raise InvalidArgumentError(
-                'format("ducklake") needs the table: .option("table", "schema.table") or '
-                '.save("schema.table")')
-        schema_name, dot, table_name = table.partition(".")
-        if not dot:
-            schema_name, table_name = "main", table
-        limit = get("data_inlining_row_limit")
-        stream_id = get("streamId")
-        if stream_id is None and get("checkpointLocation") is not None:
-            stream_id = _checkpoint_id(str(get("checkpointLocation")))
-        return cls(catalog, schema_name, table_name, get("data_path"),
-                   get("metadata_schema"), int(limit) if limit is not None else None,
-                   stream_id, get("author"), get("commit_message"))
-
-    @property
-    def table(self) -> str:
-        return f"{self.schema_name}.{self.table_name}"
-
-    def open(self) -> Catalog:
-        """The lake (opened once per Python worker: a streaming query commits every batch
-        from a new writer object)."""
-        key = (self.catalog, self.data_path, self.metadata_schema,
-               self.data_inlining_row_limit)
-        lake = _CATALOGS.get(key)
-        if lake is None:
-            lake = _CATALOGS[key] = Catalog.open(
-                self.catalog, self.data_path, metadata_schema=self.metadata_schema,
-                data_inlining_row_limit=self.data_inlining_row_limit, create=False)
-        return lake
-
-
-def _checkpoint_id(location: str) -> str:
-    """A checkpoint location as a stream id: absolute, without a trailing slash."""
-    if "://" in location or location.startswith("file:"):
-        return location.rstrip("/")
-    return os.path.abspath(location)
 
 
 # ---------------------------------------------------------------------------------- plan
@@ -152,11 +61,12 @@ class _Plan:
     columns: list[ColumnInfo]
     parquet: ParquetOptions
     inline_limit: int  # 0: never inline
+    keys: tuple[PartitionKey, ...] = ()  # the partitioned table's keys
 
 
 def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
     try:
-        state = load_state(lake, options.schema_name, options.table_name, contents=False)
+        state = load_state(lake, options.lake.schema_name, options.lake.table_name, contents=False)
     except NotFoundError as exc:
         raise NotFoundError(
             f'format("ducklake") cannot write {options.table}: {exc}. Create it first '
@@ -167,16 +77,17 @@ def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
                                                state.table.table_id)
         spec = lake.partition_spec(state.table.table_id, state.snapshot_id, conn)
     keys = keys_of_spec(spec, state.columns) if spec is not None else ()
-    if not spark_write.writes_on_driver(state.columns, keys):
+    if not spark_write.writes_on_driver(state.columns, ()):
         raise InvalidArgumentError(
-            f'format("ducklake") does not write {options.table} yet: it is partitioned or '
-            "has a column Spark writes in another physical form. Write it from foreachBatch "
-            "with SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
+            f'format("ducklake") does not write {options.table} yet: it has a column Spark '
+            "writes in another physical form. Write it from foreachBatch with "
+            "SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
     # The data's columns must be the table's (by name, types that widen to the table's):
     # checked here, on the driver, before any task runs.
     spark_write.conform_arrow(to_arrow_schema(schema).empty_table(), state.columns)
     limit = state.inlining_row_limit if can_inline(state.columns, lake.dialect) else 0
-    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit)
+    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit,
+                 tuple(keys))
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -229,10 +140,9 @@ class _LakeWriter:
     def _write_file(self, message: LakeCommitMessage, batches: list[pa.RecordBatch]) -> None:
         plan = self.plan
         rows = spark_write.conform_arrow(pa.Table.from_batches(batches), plan.columns)
-        new_file, path = spark_write.write_rows_file(rows, plan.table_dir, plan.columns,
-                                                     plan.parquet)
-        message.files.append(new_file)
-        message.paths.append(path)
+        for new_file, path in write_files(rows, plan.table_dir, plan):
+            message.files.append(new_file)
+            message.paths.append(path)
 
     # ---------------------------------------------------------------- on the driver
     def _commit(self, messages: Sequence[WriterCommitMessage | None],
@@ -253,7 +163,7 @@ class _LakeWriter:
                          batch_id: int | None) -> Snapshot | None:
         options, plan = self.options, self.plan
         lake = options.open()
-        state = load_state(lake, options.schema_name, options.table_name,
+        state = load_state(lake, options.lake.schema_name, options.lake.table_name,
                            contents=self.overwrite)
         if state.table.table_id != plan.table_id:
             raise NotFoundError(
@@ -282,10 +192,9 @@ class _LakeWriter:
                 inlined = rows.to_pylist()
             else:
                 # the tasks' small remainders, as one more file (written here, on the driver)
-                new_file, path = spark_write.write_rows_file(rows, state.table_dir,
-                                                             state.columns, plan.parquet)
-                files.append(new_file)
-                tx.files_written.append(path)
+                for new_file, path in write_files(rows, state.table_dir, plan):
+                    files.append(new_file)
+                    tx.files_written.append(path)
         ref = TableRef(plan.table_id)
         if self.overwrite:
             data_files.replace(tx, ref, files, inlined)
@@ -298,10 +207,43 @@ class _LakeWriter:
             info["spark_batch_id"] = batch_id
         snapshot = tx.commit(options.author, options.message, info)
         faults.reach("batch_committed")
+        flush_at = options.flush_inlined_rows
+        if flush_at is not None and (inlined or tx.replayed) and \
+                inlined_row_count(lake, plan.table_id) > flush_at:
+            flush(lake, options.lake.schema_name, options.lake.table_name,
+                  {"writer": 'spark format("ducklake") flushInlinedRows'}, options.author)
         return snapshot
 
     def _abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         _remove([p for m in messages if isinstance(m, LakeCommitMessage) for p in m.paths])
+
+
+def write_files(rows: pa.Table, table_dir: str, plan: _Plan) -> list[tuple[NewDataFile, str]]:
+    """``rows`` (conformed to the table) as files of the table: one, or for a partitioned
+    table one per partition, in DuckDB's hive directories with the partition values; a file
+    already written is removed if a later one fails."""
+    if not plan.keys:
+        return [spark_write.write_rows_file(rows, table_dir, plan.columns, plan.parquet)]
+    layout = tuple((k.column.column_id, k.transform_text) for k in plan.keys)
+    groups: dict[tuple[str | None, ...], list[int]] = {}
+    values = [rows.column(k.column.column_name).to_pylist() for k in plan.keys]
+    for i, row in enumerate(zip(*values)):
+        key = tuple(partition_value(k, v) for k, v in zip(plan.keys, row))
+        groups.setdefault(key, []).append(i)
+    out: list[tuple[NewDataFile, str]] = []
+    try:
+        for key, indices in groups.items():
+            directory = hive_directory(plan.keys, key)
+            new_file, path = spark_write.write_rows_file(
+                rows.take(pa.array(indices, pa.int64())), table_dir + directory,
+                plan.columns, plan.parquet)
+            out.append((replace(new_file, path=directory + new_file.path,
+                                partition_values=[(k.index, v) for k, v in zip(plan.keys, key)],
+                                partition_layout=layout), path))
+    except BaseException:
+        _remove([path for _, path in out])
+        raise
+    return out
 
 
 def _remove(paths: list[str]) -> None:
@@ -339,34 +281,4 @@ class LakeBatchWriter(_LakeWriter, DataSourceArrowWriter):
         self._abort(messages)
 
 
-class DuckLakeDataSource(DataSource):
-    """The ``ducklake`` format: options ``catalog`` (required), ``table`` (or the path of
-    ``save``/``load``), ``data_path``, ``metadata_schema``, ``data_inlining_row_limit``,
-    ``streamId``, ``author``, ``commit_message``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return NAME
-
-    def schema(self) -> StructType:
-        options = SinkOptions.parse(self.options)
-        raise InvalidArgumentError(
-            f'reading {options.table} with spark.read.format("ducklake") is not supported '
-            "yet; read it with SparkLake.open(spark, catalog).table(...).read()")
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
-        return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
-
-    def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
-        return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
-
-
-__all__ = [
-    "NAME",
-    "DuckLakeDataSource",
-    "LakeBatchWriter",
-    "LakeCommitMessage",
-    "LakeStreamWriter",
-    "SinkOptions",
-    "register",
-]
+__all__ = ["LakeBatchWriter", "LakeCommitMessage", "LakeStreamWriter"]

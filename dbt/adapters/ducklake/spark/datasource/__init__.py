@@ -1,0 +1,117 @@
+"""``format("ducklake")``: Spark's own entry points into a lake, through PySpark's Python data
+source API.
+
+>>> df = spark.read.format("ducklake").option("catalog", url).load("main.events")
+>>> (events.writeStream.format("ducklake")
+...     .option("catalog", "sqlite:///lake/catalog.sqlite").option("table", "main.events")
+...     .option("checkpointLocation", "ck/events").start())
+>>> df.write.format("ducklake").option("catalog", url).mode("append").save("main.events")
+
+The format is known to every SparkSession without a call: Spark registers the
+``DefaultSource`` of the top-level module ``pyspark_ducklake`` (shipped with the package) on
+its first use of a Python data source. :func:`register` does it explicitly (for a Python
+path where that module is not importable); ``SparkLake.open`` calls it.
+
+Modules: :mod:`.options` (what a read or write was given), :mod:`.sink` (writes),
+:mod:`.reader` (batch reads), :mod:`.source` (streaming reads), :mod:`.arrow_read` (a
+table's rows as Arrow in the Python workers).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from ...lake.errors import InvalidArgumentError
+from . import arrow_read
+from .options import LakeOptions, ReadOptions, SinkOptions
+from .reader import (
+    LakeBatchReader,
+    LakeFilteringReader,
+    pushdown_enabled,
+    snapshot_of,
+    table_state,
+)
+from .sink import LakeBatchWriter, LakeCommitMessage, LakeStreamWriter
+from .source import LakeStreamReader
+
+NAME = "ducklake"
+# Spark's switch for Python data sources' filter pushdown (off by default); register() turns
+# it on unless the session sets it, so that reads skip files by the filters Spark pushes
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("ducklake")`` known to ``spark``, and enable Python filter pushdown
+    (:data:`PUSHDOWN_CONF`) unless the session sets it. Spark refuses a second registration
+    of a name (``DATA_SOURCE_ALREADY_EXISTS``), and it registers the format by itself where
+    ``pyspark_ducklake`` is importable: once is enough."""
+    from pyspark.errors import AnalysisException
+
+    if spark.conf.get(PUSHDOWN_CONF, None) is None:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    try:
+        spark.dataSource.register(DuckLakeDataSource)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+
+
+class DuckLakeDataSource(DataSource):
+    """The ``ducklake`` format. Options: ``catalog`` (required), ``table`` (or the path of
+    ``save``/``load``), ``data_path``, ``metadata_schema``, ``data_inlining_row_limit``;
+    writes: ``streamId``, ``author``, ``commit_message``, ``flushInlinedRows``; reads:
+    ``snapshot``, ``timestamp``; streams: ``startingSnapshot``, ``maxSnapshotsPerTrigger``,
+    ``skipChangeCommits``, ``readChangeFeed``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        """The table's columns (at the read's snapshot); the change feed adds its own."""
+        options = ReadOptions.parse(self.options)
+        state = table_state(options.lake, snapshot_of(options.lake.open(), options),
+                            contents=False)
+        arrow_read.target(state)  # refuses what the Python reader cannot read
+        if options.change_feed:
+            from .source import change_feed_schema
+
+            return change_feed_schema(state.columns)
+        return arrow_read.spark_schema(state.columns)
+
+    def reader(self, schema: StructType) -> LakeBatchReader:
+        options = ReadOptions.parse(self.options)
+        if options.change_feed or options.starting_snapshot is not None:
+            raise InvalidArgumentError(
+                "readChangeFeed and startingSnapshot are options of readStream; a batch read "
+                "of the change feed is SparkLake.table(...).changes(start, end)")
+        if pushdown_enabled():
+            return LakeFilteringReader(options, schema)
+        return LakeBatchReader(options, schema)
+
+    def streamReader(self, schema: StructType) -> LakeStreamReader:
+        return LakeStreamReader(ReadOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
+        return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+    def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
+        return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+
+__all__ = [
+    "NAME",
+    "DuckLakeDataSource",
+    "LakeBatchReader",
+    "LakeBatchWriter",
+    "LakeCommitMessage",
+    "LakeFilteringReader",
+    "LakeOptions",
+    "LakeStreamReader",
+    "LakeStreamWriter",
+    "ReadOptions",
+    "SinkOptions",
+    "register",
+]
