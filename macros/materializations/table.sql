@@ -20,6 +20,7 @@
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
     {%- endcall -%}
   {%- else -%}
+    {{ ducklake_expect_constraints(target_relation) }}
     {{ ducklake_build_table(target_relation, compiled_code) }}
   {%- endif -%}
 
@@ -45,6 +46,15 @@
     {%- call statement('main') -%}
       {{- create_table_as(False, target_relation, compiled_code) -}}
     {%- endcall -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- A contract's check, primary_key and unique constraints: every write of this model to
+    the relation is checked over the rows it would leave in the table, before its commit (a
+    violation commits nothing); the adapter forgets them when the model ends. -#}
+{% macro ducklake_expect_constraints(relation) -%}
+  {%- if model['language'] == 'sql' and config.get('contract').enforced -%}
+    {% do adapter.ducklake_expect_constraints(relation, model) %}
   {%- endif -%}
 {%- endmacro %}
 

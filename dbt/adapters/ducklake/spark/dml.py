@@ -47,6 +47,7 @@ from ..lake.partitions import (
 from ..lake.streams import StreamBatch
 from . import expressions as sql
 from . import write as spark_write
+from .constraints import NO_CONSTRAINTS, TableConstraints, as_frame, enforce, post_image
 from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
 from .table_state import TableState, load_state
 from .types import column_specs, spark_type
@@ -92,10 +93,22 @@ class Target:
     schema_name: str
     table_name: str
     commit_info: CommitInfo
+    # checked over the table as each write would leave it, before its commit
+    constraints: TableConstraints = NO_CONSTRAINTS
 
     @property
     def name(self) -> str:
         return f"{self.schema_name}.{self.table_name}"
+
+    def enforce(self, state: TableState,
+                positions: Mapping[int, delete_files.Positions] | None,
+                inlined: Sequence[int], *added: DataFrame | pa.Table | None) -> None:
+        """Check :attr:`constraints` over the table as a write would leave it: the rows of
+        ``state`` less those at ``positions`` and ``inlined``, plus ``added``
+        (:func:`.constraints.post_image`). Raises before anything is committed."""
+        if self.constraints:
+            enforce(self.constraints, post_image(self.spark, state, positions, inlined, added),
+                    self.name)
 
     def state(self, at: int | None = None, contents: bool = True) -> TableState:
         return load_state(self.lake, self.schema_name, self.table_name, at, contents)
@@ -278,7 +291,8 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
 def append(target: Target, df: DataFrame | pa.Table, info: CommitInfo | None = None
            ) -> Snapshot | None:
     """INSERT the rows of ``df`` (columns matched by name); ``None`` when it has none."""
-    state = target.state(contents=False)
+    state = target.state(contents=bool(target.constraints))
+    target.enforce(state, None, (), df)
     tx = target.transaction(state)
     if target.stage(tx, state, df) == 0:
         return None
@@ -289,6 +303,8 @@ def overwrite(target: Target, df: DataFrame | pa.Table,
               info: CommitInfo | None = None) -> Snapshot:
     """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
     state = target.state()
+    if target.constraints:
+        enforce(target.constraints, as_frame(target.spark, df), target.name)
     tx = target.transaction(state)
     target.stage(tx, state, df, replace=True)
     tx.touch_data_files([f.data_file_id for f in state.data_files])
@@ -330,6 +346,7 @@ def replace(target: Target, df: DataFrame, info: CommitInfo | None = None,
         raise SchemaMismatchError(
             f"{target.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
             "new data no longer has; pass partition_by to change the spec")
+    enforce(target.constraints, df, target.name)
     tx = target.transaction(state)
     ref = TableRef(state.table.table_id)
     columns = state.columns
@@ -422,6 +439,7 @@ def replace_rows(target: Target, df: DataFrame, replaced: ReplacedRows,
     try:
         positions, inlined = locations(replaced(scan(target.spark, state, metadata=True),
                                               source))
+        target.enforce(state, positions, inlined, source)
         tx = target.transaction(state)
         ref = TableRef(state.table.table_id)
         if positions or inlined:
@@ -489,6 +507,8 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
                    else F.col(sql.ident(c.column_name))).alias(c.column_name)
                   for c in state.columns],
                 F.col(ROW_ID).alias(ROW_ID_COLUMN))
+            if tx.replanner is None:  # the statement's own rows, not a re-plan's
+                target.enforce(state, positions, inlined, new)
             delete_files.delete(tx, ref, positions, inlined)
             target.stage(tx, state, new, row_ids=True)
             return True

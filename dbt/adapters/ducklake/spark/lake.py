@@ -59,6 +59,7 @@ from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
+from .constraints import NO_CONSTRAINTS, TableConstraints
 from .datasource import register as register_format
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, merge_into
@@ -401,10 +402,14 @@ def provisional_columns(specs: list[ColumnSpec], first_id: int = 1) -> list[Colu
 class LakeTable:
     """One table of a :class:`SparkLake`; every write commits one snapshot."""
 
-    def __init__(self, lake: SparkLake, schema_name: str, table_name: str) -> None:
+    def __init__(self, lake: SparkLake, schema_name: str, table_name: str,
+                 constraints: TableConstraints = NO_CONSTRAINTS) -> None:
+        """``constraints`` (CHECK, PRIMARY KEY, UNIQUE) are checked over the table as each
+        write of this object would leave it, before its commit (:mod:`.constraints`)."""
         self._lake = lake
         self.schema_name = schema_name
         self.table_name = table_name
+        self.constraints = constraints
 
     @property
     def name(self) -> str:
@@ -535,7 +540,7 @@ class LakeTable:
 
     def _target(self) -> dml.Target:
         return dml.Target(self._lake.spark, self._lake.catalog, self.schema_name, self.table_name,
-                          self._lake.commit_info)
+                          self._lake.commit_info, self.constraints)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what

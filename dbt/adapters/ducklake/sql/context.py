@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
+from ..spark.constraints import NO_CONSTRAINTS, TableConstraints
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
 from .names import LakeName, parse_name
@@ -48,6 +49,8 @@ class StatementContext:
         self.registry = registry
         self.commit_info = commit_info or (lambda _kind: CommitInfo())
         self.read_only = read_only
+        # (schema, table) lowercased -> the constraints its writes are checked against
+        self.constraints: dict[tuple[str, str], TableConstraints] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
@@ -95,7 +98,21 @@ class StatementContext:
         return snapshot
 
     def table(self, name: LakeName) -> LakeTable:
-        return LakeTable(self.lake, name.schema, name.name)
+        return LakeTable(self.lake, name.schema, name.name, self.constraints_of(name))
+
+    def constraints_of(self, name: LakeName) -> TableConstraints:
+        """The constraints the writes to ``name`` are checked against
+        (:meth:`expect_constraints`), none by default."""
+        return self.constraints.get((name.schema.lower(), name.name.lower()), NO_CONSTRAINTS)
+
+    def expect_constraints(self, name: LakeName, constraints: TableConstraints) -> None:
+        """Check every later write to ``name`` against ``constraints`` (a dbt model
+        contract's), until they are replaced; empty ones stop the checks."""
+        key = (name.schema.lower(), name.name.lower())
+        if constraints:
+            self.constraints[key] = constraints
+        else:
+            self.constraints.pop(key, None)
 
     def exists(self, name: LakeName) -> str | None:
         """``'table'``, ``'view'`` or ``None``."""
