@@ -20,7 +20,7 @@
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
     {%- endcall -%}
   {%- else -%}
-    {{ ducklake_expect_constraints(target_relation) }}
+    {{ ducklake_expect_table_settings(target_relation) }}
     {{ ducklake_build_table(target_relation, compiled_code) }}
   {%- endif -%}
 
@@ -51,11 +51,14 @@
 
 {#- A contract's check, primary_key and unique constraints: every write of this model to
     the relation is checked over the rows it would leave in the table, before its commit (a
-    violation commits nothing); the adapter forgets them when the model ends. -#}
-{% macro ducklake_expect_constraints(relation) -%}
+    violation commits nothing). The model's table_options (or tblproperties): its writes
+    write their files by them and store them with their commits. The adapter forgets both
+    when the model ends. -#}
+{% macro ducklake_expect_table_settings(relation) -%}
   {%- if model['language'] == 'sql' and config.get('contract').enforced -%}
     {% do adapter.ducklake_expect_constraints(relation, model) %}
   {%- endif -%}
+  {% do adapter.ducklake_expect_table_options(relation, config) %}
 {%- endmacro %}
 
 {% macro ducklake_not_null_columns() -%}

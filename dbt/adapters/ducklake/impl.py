@@ -43,6 +43,10 @@ class DuckLakeConfig(AdapterConfig):
     spark_conf: dict[str, Any] | None = None
     # grants: a lake has no per-table privileges; 'error' (default) or 'warn'
     on_grants: str | None = None
+    # the table's own lake options, set with its writes (table_settings.py); tblproperties
+    # is dbt-spark's name for them
+    table_options: dict[str, Any] | None = None
+    tblproperties: dict[str, Any] | None = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -154,6 +158,21 @@ class DuckLakeAdapter(SQLAdapter):
             model_settings.leave(runtime.spark, runtime.model_lock, settings)
 
     @available
+    def ducklake_expect_table_options(self, relation: BaseRelation, config: Any) -> str:
+        """Have this model's writes to ``relation`` write files by its ``table_options``
+        and store them with their commits (:mod:`.table_settings`), until the model ends."""
+        from .table_settings import table_options_of
+
+        runtime = self.runtime()
+        node = self.connections.get_thread_connection().name or "this model"
+        name = LakeName(*lake_name(relation))
+        options = table_options_of(config, node)
+        runtime.engine.expect_table_options(name, options)
+        if options:
+            self._ducklake_constrained[node] = name
+        return ""
+
+    @available
     def ducklake_expect_constraints(self, relation: BaseRelation, model: Any) -> str:
         """Check every write of this model to ``relation`` against its contract's CHECK,
         PRIMARY KEY and UNIQUE constraints (:mod:`.contract`), until the model ends
@@ -168,22 +187,22 @@ class DuckLakeAdapter(SQLAdapter):
         runtime.engine.expect_constraints(name, constraints)
         if constraints:
             self._ducklake_constrained[node] = name
-        else:
-            self._ducklake_constrained.pop(node, None)
         return ""
 
     def _ducklake_forget_constraints(self, runtime: Runtime) -> None:
-        """Stop the checks this thread's model asked for, whether or not its write ran."""
+        """Stop the checks and table options this thread's model asked for, whether or not
+        its write ran."""
         from .spark.constraints import NO_CONSTRAINTS
 
         node = self.connections.get_thread_connection().name or "this model"
         name = self._ducklake_constrained.pop(node, None)
         if name is not None:
             runtime.engine.expect_constraints(name, NO_CONSTRAINTS)
+            runtime.engine.expect_table_options(name, {})
 
     @property
     def _ducklake_constrained(self) -> dict[str, LakeName]:
-        """dbt node -> the relation its constraints are expected on (per adapter)."""
+        """dbt node -> the relation its constraints and table options are expected on."""
         found: dict[str, LakeName] | None = self.__dict__.get("_ducklake_constrained_map")
         if found is None:
             found = self.__dict__.setdefault("_ducklake_constrained_map", {})

@@ -14,8 +14,9 @@ The public face of these writes is :class:`~.lake.LakeTable`; this module takes 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from sqlalchemy import text as sql_text
 
 from ..lake import data_files, delete_files, evolution, tables
 from ..lake import files as lake_files
@@ -95,6 +97,9 @@ class Target:
     commit_info: CommitInfo
     # checked over the table as each write would leave it, before its commit
     constraints: TableConstraints = NO_CONSTRAINTS
+    # the table's own options (normalised): new files follow them, and the commit stores
+    # those the catalog does not hold yet (a dbt model's table_options)
+    options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -131,6 +136,12 @@ class Target:
         return Transaction(self.lake, self.lake.snapshot(version=state.snapshot_id))
 
     def commit(self, tx: Transaction, info: CommitInfo | None) -> Snapshot:
+        if self.options and not tx.empty:
+            with self.lake.read() as conn:
+                table_id = self.lake.table(self.schema_name, self.table_name, conn=conn).table_id
+                stored = lake_options.table_scope_options(self.lake, conn, table_id)
+            tables.stage_table_options(tx, TableRef(table_id), {
+                k: v for k, v in self.options.items() if stored.get(k) != v})
         return commit(tx, info or self.commit_info)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
@@ -147,7 +158,8 @@ class Target:
         return stage_insert(self.spark, self.lake, tx, TableRef(state.table.table_id), df,
                             state.table_dir, columns, state.schema.schema_id,
                             state.table.table_id,
-                            inline_ok=can_inline(columns, self.lake.dialect), **options)
+                            inline_ok=can_inline(columns, self.lake.dialect),
+                            table_options=self.options, **options)
 
 
 def stage_insert(
@@ -156,21 +168,25 @@ def stage_insert(
     table_id: int | None, inline_ok: bool, replace: bool = False, row_ids: bool = False,
     inlined_row_ids: list[int] | None = None,
     partition_keys: Sequence[PartitionKey] | None = None,
+    table_options: Mapping[str, str] | None = None,
 ) -> int:
     """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
 
     Files follow ``partition_keys``, by default the table's live partition spec (the
     commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
+    ``table_options`` (the table's own, stored with this commit) take precedence over the
+    options the catalog holds.
     """
     with lake.read() as conn:
-        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, table_options)
     if isinstance(df, pa.Table) and inline_ok and limit > 0 and df.num_rows <= limit:
         # Driver-side rows within the limit: inlined without a Spark job (and without the
         # catalog reads only a file write needs: a streaming commit is latency).
         rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
         spark_write.check_not_null(rows, columns)
         return _register(tx, ref, rows, [], row_ids, replace, inlined_row_ids)
-    parquet, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys,
+                                   table_options)
     if isinstance(df, pa.Table):
         if spark_write.writes_on_driver(columns, keys):
             # More driver-side rows: one file written on the driver, still no Spark job.
@@ -219,11 +235,22 @@ def _inline_or_publish(tx: Transaction, staged: spark_write.StagedWrite, table_d
 
 def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                    columns: list[ColumnInfo], partition_keys: Sequence[PartitionKey] | None,
+                   table_options: Mapping[str, str] | None = None,
                    ) -> tuple[lake_options.ParquetOptions, Sequence[PartitionKey]]:
     """The Parquet options a write into the table uses, and its partition keys (the
-    table's live partition spec unless ``partition_keys`` are given)."""
+    table's live partition spec unless ``partition_keys`` are given).
+
+    A ``target_file_size`` set for the table caps the rows of each file Spark writes: the
+    size over the bytes a row takes in the table's live files (or, for a table without
+    any, an estimate from its column types), so a write's files stay near or below it
+    rather than one file per task whatever its size."""
     with lake.read() as conn:
-        parquet = lake_options.parquet_options(lake, conn, schema_id, table_id)
+        parquet = lake_options.parquet_options(lake, conn, schema_id, table_id, table_options)
+        target_size = lake_options.explicit_target_file_size(lake, conn, schema_id, table_id,
+                                                             table_options)
+        if target_size is not None:
+            parquet = dataclasses.replace(parquet, max_rows_per_file=lake_options.rows_per_file(
+                target_size, row_bytes(lake, conn, table_id, columns)))
         if partition_keys is None:
             partition_keys = ()
             if table_id is not None:
@@ -232,6 +259,28 @@ def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                 if spec is not None:
                     partition_keys = keys_of_spec(spec, columns)
     return parquet, partition_keys
+
+
+# Bytes a value takes in a Parquet file, by DuckLake type, for a table with no files yet
+# (compressed files take less: the cap errs towards smaller files); others count 16.
+_TYPE_BYTES = {"boolean": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
+               "uint16": 2, "uint32": 4, "uint64": 8, "float32": 4, "float64": 8, "date": 4,
+               "timestamp": 8, "timestamptz": 8, "decimal": 8}
+
+
+def row_bytes(lake: Catalog, conn: Any, table_id: int | None,
+              columns: Sequence[ColumnInfo]) -> float:
+    """The bytes a row takes in the table's live data files, else an estimate from the
+    types of ``columns``."""
+    if table_id is not None:
+        size, rows = conn.execute(sql_text(
+            f"SELECT sum(file_size_bytes), sum(record_count) FROM "
+            f"{lake.t('ducklake_data_file')} WHERE table_id = :t AND end_snapshot IS NULL"),
+            {"t": table_id}).one()
+        if rows:
+            return float(size) / float(rows)
+    return float(sum(_TYPE_BYTES.get(c.type.name, 16) for c in columns
+                     if c.parent_column is None) or 16)
 
 
 def _register(tx: Transaction, ref: TableRef, rows: pa.Table | None,
@@ -272,8 +321,8 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
         return (target.stage(tx, state, kept, row_ids=True), target.stage(tx, state, new))
     inline_ok = can_inline(columns, lake.dialect)
     with lake.read() as conn:
-        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
-    parquet, keys = _file_settings(lake, schema_id, table_id, columns, None)
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, target.options)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, None, target.options)
     staged = spark_write.stage(target.spark, spark_write.conform(df, columns, row_ids=True),
                                state.table_dir, columns, row_ids=True, partition_keys=keys,
                                parquet=parquet, split_new_rows=True)

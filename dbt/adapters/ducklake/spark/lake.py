@@ -164,6 +164,7 @@ class SparkLake:
         self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
         if_not_exists: bool = False, or_replace: bool = False, info: CommitInfo | None = None,
         not_null: Iterable[str] = (), partition_by: PartitionBy | None = None,
+        table_options: Mapping[str, Any] | None = None,
     ) -> LakeTable:
         """Create a table from a schema, or from a DataFrame in one snapshot (CTAS).
 
@@ -171,6 +172,9 @@ class SparkLake:
         whose data is checked before anything is committed; a schema keeps its nullability.
         ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) sets the partition
         spec in the same snapshot, so the first data is already laid out by it.
+        ``table_options`` (``{"parquet_compression": "zstd"}``: the table's own lake options,
+        :data:`..lake.options.TABLE_OPTIONS`) are stored with the same commit, and the first
+        data is written by them.
 
         ``or_replace`` drops a table or view of that name in the same snapshot: the new table
         (a new table id) keeps a dropped table's comments, tags and table options, and its
@@ -186,6 +190,7 @@ class SparkLake:
             specs = column_specs(data.schema, keep_nullability=False, not_null=not_null)
         else:
             specs = column_specs(data, not_null=not_null)
+        options = lake_options.normalise_table_options(table_options or {})
         tx = Transaction(self.catalog)
         old = self._replaced(tx, schema_name, table_name) if or_replace else None
         if old is not None and partition_by is None:
@@ -206,7 +211,8 @@ class SparkLake:
             dml.stage_insert(self.spark, self.catalog, tx, ref, df, table_dir, columns,
                              schema.schema_id, None,
                              inline_ok=can_inline(columns, self.catalog.dialect),
-                             partition_keys=keys)
+                             partition_keys=keys, table_options=options)
+        tables.stage_table_options(tx, ref, options)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
 
@@ -403,13 +409,17 @@ class LakeTable:
     """One table of a :class:`SparkLake`; every write commits one snapshot."""
 
     def __init__(self, lake: SparkLake, schema_name: str, table_name: str,
-                 constraints: TableConstraints = NO_CONSTRAINTS) -> None:
+                 constraints: TableConstraints = NO_CONSTRAINTS,
+                 table_options: Mapping[str, Any] | None = None) -> None:
         """``constraints`` (CHECK, PRIMARY KEY, UNIQUE) are checked over the table as each
-        write of this object would leave it, before its commit (:mod:`.constraints`)."""
+        write of this object would leave it, before its commit (:mod:`.constraints`).
+        ``table_options`` (the table's own lake options) shape the files each write makes,
+        and are stored with its commit where the catalog holds other values."""
         self._lake = lake
         self.schema_name = schema_name
         self.table_name = table_name
         self.constraints = constraints
+        self.table_options = lake_options.normalise_table_options(table_options or {})
 
     @property
     def name(self) -> str:
@@ -540,7 +550,7 @@ class LakeTable:
 
     def _target(self) -> dml.Target:
         return dml.Target(self._lake.spark, self._lake.catalog, self.schema_name, self.table_name,
-                          self._lake.commit_info, self.constraints)
+                          self._lake.commit_info, self.constraints, self.table_options)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what

@@ -517,7 +517,7 @@ def _inlining_limit(plan: MergePlan) -> int | None:
     table, state = plan.table, plan.state
     with table.lake.read() as conn:
         limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
-                                   state.table.table_id)
+                                   state.table.table_id, table.options)
     return limit if can_inline(state.columns, table.lake.dialect) else None
 
 

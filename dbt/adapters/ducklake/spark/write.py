@@ -479,6 +479,8 @@ def _spark_parquet_options(parquet: ParquetOptions) -> dict[str, str]:
         options["parquet.block.row.count.limit"] = str(parquet.row_group_size)
     if parquet.row_group_size_bytes is not None:
         options["parquet.block.size"] = str(parquet.row_group_size_bytes)
+    if parquet.max_rows_per_file is not None:  # target_file_size, as rows (see dml)
+        options["maxRecordsPerFile"] = str(parquet.max_rows_per_file)
     return options
 
 

@@ -8,7 +8,7 @@ here, below both, so that neither imports the other's module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
+from ..lake.options import normalise_table_options
 from ..spark.constraints import NO_CONSTRAINTS, TableConstraints
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
@@ -51,6 +52,8 @@ class StatementContext:
         self.read_only = read_only
         # (schema, table) lowercased -> the constraints its writes are checked against
         self.constraints: dict[tuple[str, str], TableConstraints] = {}
+        # (schema, table) lowercased -> the table options its writes store and follow
+        self.table_options: dict[tuple[str, str], dict[str, str]] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
@@ -98,7 +101,24 @@ class StatementContext:
         return snapshot
 
     def table(self, name: LakeName) -> LakeTable:
-        return LakeTable(self.lake, name.schema, name.name, self.constraints_of(name))
+        return LakeTable(self.lake, name.schema, name.name, self.constraints_of(name),
+                         self.table_options_of(name))
+
+    def table_options_of(self, name: LakeName) -> dict[str, str]:
+        """The table options the writes to ``name`` store and follow
+        (:meth:`expect_table_options`), none by default."""
+        return self.table_options.get((name.schema.lower(), name.name.lower()), {})
+
+    def expect_table_options(self, name: LakeName, options: Mapping[str, Any]) -> None:
+        """Have every later write to ``name`` write its files by ``options`` (the table's
+        own lake options) and store those the catalog does not hold with its commit; empty
+        ones stop it. Unknown keys fail listing the accepted ones."""
+        key = (name.schema.lower(), name.name.lower())
+        normalised = normalise_table_options(options)
+        if normalised:
+            self.table_options[key] = normalised
+        else:
+            self.table_options.pop(key, None)
 
     def constraints_of(self, name: LakeName) -> TableConstraints:
         """The constraints the writes to ``name`` are checked against
