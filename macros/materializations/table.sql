@@ -51,14 +51,14 @@
 
 {#- A contract's check, primary_key and unique constraints: every write of this model to
     the relation is checked over the rows it would leave in the table, before its commit (a
-    violation commits nothing). The model's table_options (or tblproperties): its writes
-    write their files by them and store them with their commits. The adapter forgets both
+    violation commits nothing). The model's table_options (or tblproperties) and sorted_by:
+    its writes write their files by them and set them with their commits. The adapter forgets both
     when the model ends. -#}
 {% macro ducklake_expect_table_settings(relation) -%}
   {%- if model['language'] == 'sql' and config.get('contract').enforced -%}
     {% do adapter.ducklake_expect_constraints(relation, model) %}
   {%- endif -%}
-  {% do adapter.ducklake_expect_table_options(relation, config) %}
+  {% do adapter.ducklake_expect_table_settings(relation, config) %}
 {%- endmacro %}
 
 {% macro ducklake_not_null_columns() -%}

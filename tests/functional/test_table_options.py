@@ -66,3 +66,36 @@ class TestTableOptions:
         assert "table_options of model.test.bad: unsupported table option 'delta.appendOnly'" \
             in out
         assert "accepted: data_inlining_row_limit, target_file_size, parquet_compression" in out
+
+
+SORTED = """
+{{ config(materialized='incremental', incremental_strategy='append',
+          sorted_by=var('order', ['g', 'id desc'])) }}
+select cast((id * 7919) % 500 as bigint) as id, id % 3 as g from range(500)
+"""
+
+
+class TestSortedBy:
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"sorted.sql": SORTED}
+
+    def sort_order(self, project) -> list[str]:  # noqa: ANN001
+        from dbt.adapters.ducklake.lake.compaction import sort_keys
+        from dbt.adapters.ducklake.lake.sort_order import describe
+
+        with project.adapter.connection_named("__test"):
+            catalog = project.adapter.runtime().lake.catalog
+            table = catalog.table(project.test_schema, "sorted")
+            with catalog.read() as conn:
+                return describe(sort_keys(catalog, conn, table.table_id,
+                                          catalog.latest_snapshot(conn).snapshot_id))
+
+    def test_set_then_changed(self, project):  # noqa: ANN001
+        run_dbt(["run"])
+        assert self.sort_order(project) == ["g", "id DESC"]
+        run_dbt(["run", "--vars", "{order: id}"])
+        assert self.sort_order(project) == ["id"]
+        _, out = run_dbt_and_capture(["run", "--vars", "{order: [id sideways]}"],
+                                     expect_pass=False)
+        assert "sorted_by of model.test.sorted: cannot read the sort key 'id sideways'" in out

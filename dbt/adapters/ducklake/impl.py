@@ -47,6 +47,8 @@ class DuckLakeConfig(AdapterConfig):
     # is dbt-spark's name for them
     table_options: dict[str, Any] | None = None
     tblproperties: dict[str, Any] | None = None
+    # the table's sort order (DuckDB's SET SORTED BY), e.g. ['id', 'ts desc']
+    sorted_by: Any = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -158,17 +160,20 @@ class DuckLakeAdapter(SQLAdapter):
             model_settings.leave(runtime.spark, runtime.model_lock, settings)
 
     @available
-    def ducklake_expect_table_options(self, relation: BaseRelation, config: Any) -> str:
-        """Have this model's writes to ``relation`` write files by its ``table_options``
-        and store them with their commits (:mod:`.table_settings`), until the model ends."""
-        from .table_settings import table_options_of
+    def ducklake_expect_table_settings(self, relation: BaseRelation, config: Any) -> str:
+        """Have this model's writes to ``relation`` write files by its ``table_options`` and
+        in its ``sorted_by`` order, and set both with their commits (:mod:`.table_settings`),
+        until the model ends."""
+        from .table_settings import sorted_by_of, table_options_of
 
         runtime = self.runtime()
         node = self.connections.get_thread_connection().name or "this model"
         name = LakeName(*lake_name(relation))
         options = table_options_of(config, node)
+        sorted_by = sorted_by_of(config, node)
         runtime.engine.expect_table_options(name, options)
-        if options:
+        runtime.engine.expect_sorted_by(name, sorted_by)
+        if options or sorted_by is not None:
             self._ducklake_constrained[node] = name
         return ""
 
@@ -199,6 +204,7 @@ class DuckLakeAdapter(SQLAdapter):
         if name is not None:
             runtime.engine.expect_constraints(name, NO_CONSTRAINTS)
             runtime.engine.expect_table_options(name, {})
+            runtime.engine.expect_sorted_by(name, None)
 
     @property
     def _ducklake_constrained(self) -> dict[str, LakeName]:

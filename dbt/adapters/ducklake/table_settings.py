@@ -1,4 +1,5 @@
-"""A model's ``table_options``: the lake options of its table, as the model's writes set them.
+"""A model's ``table_options`` and ``sorted_by``: its table's lake options and sort order, as
+the model's writes set them.
 
 Named after DuckLake's options (``parquet_compression``, ``parquet_row_group_size``,
 ``target_file_size``, ``data_inlining_row_limit``, ...: ``lake.options.TABLE_OPTIONS``), so
@@ -17,6 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .lake.errors import InvalidArgumentError
 from .lake.options import normalise_table_options
+from .lake.sort_order import parse_sorted_by
 
 
 def table_options_of(config: Any, node: str) -> dict[str, str]:
@@ -38,3 +40,21 @@ def table_options_of(config: Any, node: str) -> dict[str, str]:
         return normalise_table_options(raw)
     except InvalidArgumentError as exc:
         raise DbtRuntimeError(f"{key} of {node}: {exc}") from None
+
+
+def sorted_by_of(config: Any, node: str) -> list[str] | None:
+    """The model's ``sorted_by`` (a column, ``"ts desc"``, or a list of them) as a list;
+    ``None`` when unset (the table's sort order is left as it is); ``[]`` resets it."""
+    raw = config.get("sorted_by") if config is not None else None
+    if raw is None:
+        return None
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise DbtRuntimeError(
+            f"sorted_by of {node} is a column or a list of them, each optionally followed by "
+            f"asc/desc and nulls first/last, e.g. ['event_date', 'user_id desc']; got {raw!r}")
+    try:
+        parse_sorted_by(items)
+    except InvalidArgumentError as exc:
+        raise DbtRuntimeError(f"sorted_by of {node}: {exc}") from None
+    return list(items)

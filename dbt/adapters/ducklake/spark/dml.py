@@ -32,6 +32,7 @@ from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
 from ..lake.commit import Transaction
+from ..lake.compaction import SortKey, sort_keys
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
@@ -46,11 +47,13 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
+from ..lake.sort_order import stage_sort_order
 from ..lake.streams import StreamBatch
 from . import expressions as sql
 from . import write as spark_write
 from .constraints import NO_CONSTRAINTS, TableConstraints, as_frame, enforce, post_image
 from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
+from .sorting import sort_arrow, spark_order
 from .table_state import TableState, load_state
 from .types import column_specs, spark_type
 
@@ -100,6 +103,9 @@ class Target:
     # the table's own options (normalised): new files follow them, and the commit stores
     # those the catalog does not hold yet (a dbt model's table_options)
     options: Mapping[str, str] = field(default_factory=dict)
+    # the table's sort order, set with the writes' commits where it differs (None: the
+    # table's own, unchanged); new files are sorted by it
+    sorted_by: tuple[SortKey, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -142,6 +148,13 @@ class Target:
                 stored = lake_options.table_scope_options(self.lake, conn, table_id)
             tables.stage_table_options(tx, TableRef(table_id), {
                 k: v for k, v in self.options.items() if stored.get(k) != v})
+        if self.sorted_by is not None and not tx.empty:
+            with self.lake.read() as conn:
+                table_id = self.lake.table(self.schema_name, self.table_name, conn=conn).table_id
+                live = sort_keys(self.lake, conn, table_id,
+                                 self.lake.latest_snapshot(conn).snapshot_id)
+            if list(self.sorted_by) != live:
+                stage_sort_order(tx, TableRef(table_id), self.sorted_by)
         return commit(tx, info or self.commit_info)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
@@ -159,7 +172,7 @@ class Target:
                             state.table_dir, columns, state.schema.schema_id,
                             state.table.table_id,
                             inline_ok=can_inline(columns, self.lake.dialect),
-                            table_options=self.options, **options)
+                            table_options=self.options, sorted_by=self.sorted_by, **options)
 
 
 def stage_insert(
@@ -169,16 +182,19 @@ def stage_insert(
     inlined_row_ids: list[int] | None = None,
     partition_keys: Sequence[PartitionKey] | None = None,
     table_options: Mapping[str, str] | None = None,
+    sorted_by: Sequence[SortKey] | None = None,
 ) -> int:
     """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
 
     Files follow ``partition_keys``, by default the table's live partition spec (the
     commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
     ``table_options`` (the table's own, stored with this commit) take precedence over the
-    options the catalog holds.
+    options the catalog holds, and ``sorted_by`` over its sort order: files are written
+    sorted by it.
     """
     with lake.read() as conn:
         limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, table_options)
+        order = write_order(lake, conn, schema_id, table_id, sorted_by, table_options)
     if isinstance(df, pa.Table) and inline_ok and limit > 0 and df.num_rows <= limit:
         # Driver-side rows within the limit: inlined without a Spark job (and without the
         # catalog reads only a file write needs: a streaming commit is latency).
@@ -191,8 +207,8 @@ def stage_insert(
         if spark_write.writes_on_driver(columns, keys):
             # More driver-side rows: one file written on the driver, still no Spark job.
             staged = spark_write.stage_rows(
-                spark, spark_write.conform_arrow(df, columns, row_ids=row_ids), table_dir,
-                columns, parquet=parquet)
+                spark, sort_arrow(spark_write.conform_arrow(df, columns, row_ids=row_ids),
+                                  order, columns), table_dir, columns, parquet=parquet)
             _, new_files = _inline_or_publish(tx, staged, table_dir, columns, False, limit,
                                               row_ids)
             return _register(tx, ref, None, new_files, row_ids, replace, inlined_row_ids)
@@ -205,7 +221,7 @@ def stage_insert(
             spark_write.check_not_null(local, columns)
             return _register(tx, ref, local, [], row_ids, replace, inlined_row_ids)
     staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids, keys,
-                               parquet=parquet)
+                               parquet=parquet, sort_by=spark_order(order, columns))
     rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok, limit,
                                          row_ids)
     return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
@@ -259,6 +275,22 @@ def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                 if spec is not None:
                     partition_keys = keys_of_spec(spec, columns)
     return parquet, partition_keys
+
+
+def write_order(lake: Catalog, conn: Any, schema_id: int | None, table_id: int | None,
+                sorted_by: Sequence[SortKey] | None,
+                table_options: Mapping[str, str] | None) -> Sequence[SortKey]:
+    """The sort order new files of the table are written in: ``sorted_by`` (the order the
+    write sets) or the table's live one; none when the ``sort_on_insert`` option is false."""
+    sort_on_insert = (table_options or {}).get("sort_on_insert") or lake_options.option(
+        lake, conn, "sort_on_insert", schema_id, table_id, "true")
+    if sort_on_insert == "false":
+        return ()
+    if sorted_by is not None:
+        return sorted_by
+    if table_id is None:
+        return ()
+    return sort_keys(lake, conn, table_id, lake.latest_snapshot(conn).snapshot_id)
 
 
 # Bytes a value takes in a Parquet file, by DuckLake type, for a table with no files yet
@@ -322,10 +354,12 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
     inline_ok = can_inline(columns, lake.dialect)
     with lake.read() as conn:
         limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, target.options)
+        order = write_order(lake, conn, schema_id, table_id, target.sorted_by, target.options)
     parquet, keys = _file_settings(lake, schema_id, table_id, columns, None, target.options)
     staged = spark_write.stage(target.spark, spark_write.conform(df, columns, row_ids=True),
                                state.table_dir, columns, row_ids=True, partition_keys=keys,
-                               parquet=parquet, split_new_rows=True)
+                               parquet=parquet, split_new_rows=True,
+                               sort_by=spark_order(order, columns))
     counts = []
     try:
         for new_rows in (False, True):

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
 from ..lake.options import normalise_table_options
+from ..lake.sort_order import parse_sorted_by
 from ..spark.constraints import NO_CONSTRAINTS, TableConstraints
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
@@ -54,6 +55,8 @@ class StatementContext:
         self.constraints: dict[tuple[str, str], TableConstraints] = {}
         # (schema, table) lowercased -> the table options its writes store and follow
         self.table_options: dict[tuple[str, str], dict[str, str]] = {}
+        # (schema, table) lowercased -> the sort order its writes set (["id", "ts DESC"])
+        self.sorted_by: dict[tuple[str, str], list[str]] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
@@ -102,7 +105,22 @@ class StatementContext:
 
     def table(self, name: LakeName) -> LakeTable:
         return LakeTable(self.lake, name.schema, name.name, self.constraints_of(name),
-                         self.table_options_of(name))
+                         self.table_options_of(name), self.sorted_by_of(name))
+
+    def sorted_by_of(self, name: LakeName) -> list[str] | None:
+        """The sort order the writes to ``name`` set (:meth:`expect_sorted_by`); ``None``:
+        they leave the table's own."""
+        return self.sorted_by.get((name.schema.lower(), name.name.lower()))
+
+    def expect_sorted_by(self, name: LakeName, sorted_by: list[str] | None) -> None:
+        """Have every later write to ``name`` set the table's sort order to ``sorted_by``
+        with its commit (where it differs) and write its files in it; ``None`` stops it."""
+        key = (name.schema.lower(), name.name.lower())
+        if sorted_by is None:
+            self.sorted_by.pop(key, None)
+        else:
+            parse_sorted_by(sorted_by)  # fails now on a malformed key
+            self.sorted_by[key] = list(sorted_by)
 
     def table_options_of(self, name: LakeName) -> dict[str, str]:
         """The table options the writes to ``name`` store and follow

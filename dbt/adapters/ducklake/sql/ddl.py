@@ -110,7 +110,8 @@ def _create(ctx: StatementContext, name: LakeName, df: DataFrame,
     ctx.lake.create_table((name.schema, name.name), df, or_replace=or_replace,
                           info=ctx.commit_info("CREATE TABLE"), not_null=not_null,
                           partition_by=partition_by or None,
-                          table_options=ctx.table_options_of(name))
+                          table_options=ctx.table_options_of(name),
+                          sorted_by=ctx.sorted_by_of(name))
     ctx.registry.invalidate()
     return StatementResult("CREATE TABLE", snapshot=ctx.lake.current_snapshot())
 
