@@ -39,11 +39,15 @@ def _sort_order(duck, target) -> list[tuple]:  # noqa: ANN001
 
 
 def _files_sorted(lake, column: str, descending: bool = False) -> list[bool]:  # noqa: ANN001
+    """Per file: whether its rows are in order; and the files' ranges must not overlap."""
     state = lake.table("main.t").state()
-    out = []
+    out, ranges = [], []
     for f in state.data_files:
         values = pq.read_table(state.path_of(f), columns=[column]).column(0).to_pylist()
         out.append(values == sorted(values, reverse=descending))
+        ranges.append((min(values), max(values)))
+    ranges.sort()
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:])), ranges
     return out
 
 
