@@ -20,6 +20,7 @@
       {{- create_table_as(False, target_relation, compiled_code, language) -}}
     {%- endcall -%}
   {%- else -%}
+    {{ ducklake_expect_table_settings(target_relation) }}
     {{ ducklake_build_table(target_relation, compiled_code) }}
   {%- endif -%}
 
@@ -46,6 +47,18 @@
       {{- create_table_as(False, target_relation, compiled_code) -}}
     {%- endcall -%}
   {%- endif -%}
+{%- endmacro %}
+
+{#- A contract's check, primary_key and unique constraints: every write of this model to
+    the relation is checked over the rows it would leave in the table, before its commit (a
+    violation commits nothing). The model's table_options (or tblproperties) and sorted_by:
+    its writes write their files by them and set them with their commits. The adapter forgets both
+    when the model ends. -#}
+{% macro ducklake_expect_table_settings(relation) -%}
+  {%- if model['language'] == 'sql' and config.get('contract').enforced -%}
+    {% do adapter.ducklake_expect_constraints(relation, model) %}
+  {%- endif -%}
+  {% do adapter.ducklake_expect_table_settings(relation, config) %}
 {%- endmacro %}
 
 {% macro ducklake_not_null_columns() -%}

@@ -43,6 +43,12 @@ class DuckLakeConfig(AdapterConfig):
     spark_conf: dict[str, Any] | None = None
     # grants: a lake has no per-table privileges; 'error' (default) or 'warn'
     on_grants: str | None = None
+    # the table's own lake options, set with its writes (table_settings.py); tblproperties
+    # is dbt-spark's name for them
+    table_options: dict[str, Any] | None = None
+    tblproperties: dict[str, Any] | None = None
+    # the table's sort order (DuckDB's SET SORTED BY), e.g. ['id', 'ts desc']
+    sorted_by: Any = None
 
 
 class DuckLakeAdapter(SQLAdapter):
@@ -52,10 +58,12 @@ class DuckLakeAdapter(SQLAdapter):
     AdapterSpecificConfigs = DuckLakeConfig
 
     CONSTRAINT_SUPPORT = {
-        ConstraintType.check: ConstraintSupport.NOT_SUPPORTED,
+        # check, unique and primary_key: over the rows a write leaves, before its commit
+        # (contract.py); not_null: a column property set and checked with the data
+        ConstraintType.check: ConstraintSupport.ENFORCED,
         ConstraintType.not_null: ConstraintSupport.ENFORCED,
-        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
-        ConstraintType.primary_key: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.unique: ConstraintSupport.ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.ENFORCED,
         ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
     }
 
@@ -148,7 +156,63 @@ class DuckLakeAdapter(SQLAdapter):
 
         if context is not None:
             runtime, settings = context
+            self._ducklake_forget_constraints(runtime)
             model_settings.leave(runtime.spark, runtime.model_lock, settings)
+
+    @available
+    def ducklake_expect_table_settings(self, relation: BaseRelation, config: Any) -> str:
+        """Have this model's writes to ``relation`` write files by its ``table_options`` and
+        in its ``sorted_by`` order, and set both with their commits (:mod:`.table_settings`),
+        until the model ends."""
+        from .table_settings import sorted_by_of, table_options_of
+
+        runtime = self.runtime()
+        node = self.connections.get_thread_connection().name or "this model"
+        name = LakeName(*lake_name(relation))
+        options = table_options_of(config, node)
+        sorted_by = sorted_by_of(config, node)
+        runtime.engine.expect_table_options(name, options)
+        runtime.engine.expect_sorted_by(name, sorted_by)
+        if options or sorted_by is not None:
+            self._ducklake_constrained[node] = name
+        return ""
+
+    @available
+    def ducklake_expect_constraints(self, relation: BaseRelation, model: Any) -> str:
+        """Check every write of this model to ``relation`` against its contract's CHECK,
+        PRIMARY KEY and UNIQUE constraints (:mod:`.contract`), until the model ends
+        (``post_model_hook``); ``model=None`` stops the checks now."""
+        from .contract import table_constraints
+        from .spark.constraints import NO_CONSTRAINTS
+
+        runtime = self.runtime()
+        node = self.connections.get_thread_connection().name or "this model"
+        name = LakeName(*lake_name(relation))
+        constraints = NO_CONSTRAINTS if model is None else table_constraints(model, node)
+        runtime.engine.expect_constraints(name, constraints)
+        if constraints:
+            self._ducklake_constrained[node] = name
+        return ""
+
+    def _ducklake_forget_constraints(self, runtime: Runtime) -> None:
+        """Stop the checks and table options this thread's model asked for, whether or not
+        its write ran."""
+        from .spark.constraints import NO_CONSTRAINTS
+
+        node = self.connections.get_thread_connection().name or "this model"
+        name = self._ducklake_constrained.pop(node, None)
+        if name is not None:
+            runtime.engine.expect_constraints(name, NO_CONSTRAINTS)
+            runtime.engine.expect_table_options(name, {})
+            runtime.engine.expect_sorted_by(name, None)
+
+    @property
+    def _ducklake_constrained(self) -> dict[str, LakeName]:
+        """dbt node -> the relation its constraints and table options are expected on."""
+        found: dict[str, LakeName] | None = self.__dict__.get("_ducklake_constrained_map")
+        if found is None:
+            found = self.__dict__.setdefault("_ducklake_constrained_map", {})
+        return found
 
     @available
     def ducklake_check_grants(self, grant_config: Any, on_grants: Any, node: str) -> None:

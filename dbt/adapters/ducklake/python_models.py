@@ -12,6 +12,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from .lake.errors import DuckLakeError
 from .relation import lake_name
 from .runtime import Runtime, check_writable
+from .spark.lake import LakeTable
+from .table_settings import sorted_by_of, table_options_of
 
 
 def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
@@ -40,11 +42,15 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
             runtime.lake.create_schema(schema, if_not_exists=True, info=info)
         raw = config.get("partition_by") or config.get("partitioned_by") or []
         partition_by = [raw] if isinstance(raw, str) else list(raw)
+        node = str(parsed_model.get("unique_id", relation))
+        options, sorted_by = table_options_of(config, node), sorted_by_of(config, node)
         if f"{schema}.{identifier}" in runtime.lake.tables(schema):
-            runtime.lake.table(name).replace(df, info=info, partition_by=partition_by)
+            LakeTable(runtime.lake, schema, identifier, table_options=options,
+                      sorted_by=sorted_by).replace(df, info=info, partition_by=partition_by)
         else:  # a view of that name is dropped in the table's snapshot
             runtime.lake.create_table(name, df, or_replace=True, info=info,
-                                      partition_by=partition_by)
+                                      partition_by=partition_by, table_options=options,
+                                      sorted_by=sorted_by)
         runtime.registry.invalidate()
         result["rows"] = -1
 

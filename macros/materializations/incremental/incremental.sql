@@ -13,6 +13,7 @@
   {{ ducklake_validate_file_format() }}
 
   {{ run_hooks(pre_hooks) }}
+  {{ ducklake_expect_table_settings(target_relation) }}
 
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {%- if existing_relation is not none and existing_relation.is_view -%}

@@ -238,3 +238,109 @@ from
 
 class TestIncrementalForeignKeyConstraint(BaseIncrementalForeignKeyConstraint):
     pass
+
+
+# -- check, primary_key and unique, enforced: the same rollback tests, broken by those ------
+# model_schema_yml's id: not_null, primary_key, check (id > 0), check id >= 1.
+
+_table_negative_id_sql = """
+{{ config(materialized = "table") }}
+select -1 as id, 'red' as color, '2019-01-01' as date_day
+"""
+
+_table_duplicate_id_sql = """
+{{ config(materialized = "table") }}
+select 1 as id, 'red' as color, '2019-01-01' as date_day
+union all
+select 1 as id, 'green' as color, '2019-01-02' as date_day
+"""
+
+# The incremental model's second run adds id 1 again: the new rows alone are unique, the
+# merged result is not.
+_incremental_same_id_sql = """
+{{ config(materialized = "incremental", on_schema_change='append_new_columns') }}
+select 1 as id, 'red' as color, '2019-01-01' as date_day
+"""
+
+_incremental_negative_id_sql = """
+{{ config(materialized = "incremental", on_schema_change='append_new_columns') }}
+select -1 as id, 'red' as color, '2019-01-01' as date_day
+"""
+
+
+class TestTableCheckConstraintRollback(BaseConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"my_model.sql": constraint_fixtures.my_model_sql,
+                "constraints_schema.yml": _constraints_yml}
+
+    @pytest.fixture(scope="class")
+    def null_model_sql(self):  # noqa: ANN201
+        return _table_negative_id_sql
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):  # noqa: ANN201
+        return ["CHECK constraint ((id > 0))", "id=-1", "Nothing was committed"]
+
+
+class TestTablePrimaryKeyRollback(TestTableCheckConstraintRollback):
+    @pytest.fixture(scope="class")
+    def null_model_sql(self):  # noqa: ANN201
+        return _table_duplicate_id_sql
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):  # noqa: ANN201
+        return ["PRIMARY KEY constraint (id) violated", "id=1 (2 rows)"]
+
+
+class TestIncrementalPrimaryKeyRollback(BaseIncrementalConstraintsRollback):
+    @pytest.fixture(scope="class")
+    def models(self):  # noqa: ANN201
+        return {"my_model.sql": constraint_fixtures.my_incremental_model_sql,
+                "constraints_schema.yml": _constraints_yml}
+
+    @pytest.fixture(scope="class")
+    def null_model_sql(self):  # noqa: ANN201
+        return _incremental_same_id_sql
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):  # noqa: ANN201
+        return ["PRIMARY KEY constraint (id) violated", "id=1 (2 rows)"]
+
+
+class TestIncrementalCheckConstraintRollback(TestIncrementalPrimaryKeyRollback):
+    @pytest.fixture(scope="class")
+    def null_model_sql(self):  # noqa: ANN201
+        return _incremental_negative_id_sql
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):  # noqa: ANN201
+        return ["CHECK constraint", "(id > 0)", "id=-1"]
+
+
+@pytest.mark.postgres
+class TestIncrementalPrimaryKeyRollbackPostgres(TestIncrementalPrimaryKeyRollback):
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, tmp_path_factory):  # noqa: ANN001, ANN201
+        from conftest import (
+            PG_DB,
+            PG_HOST,
+            PG_PORT,
+            PG_USER,
+            SPARK_TEST_CONF,
+            skip_or_fail_without_postgres,
+        )
+
+        skip_or_fail_without_postgres()
+        import uuid
+
+        import psycopg
+
+        schema = f"lake_{uuid.uuid4().hex[:12]}"
+        lake = tmp_path_factory.mktemp("lake")
+        conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
+        yield {"type": "ducklake", "threads": 2, "master": "local[2]",
+               "catalog": f"postgres:{conninfo}", "metadata_schema": schema,
+               "data_path": f"{lake}/data/", "spark_conf": dict(SPARK_TEST_CONF)}
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

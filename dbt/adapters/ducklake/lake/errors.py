@@ -106,3 +106,9 @@ def first_line(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None) or exc
     message = redact(str(orig).strip())
     return message.splitlines()[0] if message else type(orig).__name__
+
+
+class ConstraintViolationError(DuckLakeError):
+    """A write would leave rows in a table that break one of the CHECK, PRIMARY KEY or
+    UNIQUE constraints it was given (a dbt model contract). Raised before the commit:
+    nothing was committed."""

@@ -9,7 +9,7 @@ setting. Setting an option creates no snapshot.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,8 @@ class ParquetOptions:
     compression_level: int = DEFAULT_ZSTD_LEVEL  # zstd's, as in DuckDB: no other codec's
     row_group_size: int | None = None  # rows; None: the writer's default
     row_group_size_bytes: int | None = None  # of the rows in memory; None: the writer's
+    # rows per file a Spark write stops at, from an explicit target_file_size; None: no cap
+    max_rows_per_file: int | None = None
 
     def rows_per_group(self, rows: int, nbytes: int) -> int | None:
         """Rows per row group for ``rows`` rows taking ``nbytes`` in memory: the row bound,
@@ -212,6 +214,32 @@ OPTIONS: dict[str, Callable[[Any], str]] = {
 }
 
 
+# The options a table's own scope takes from a dbt model (``table_options``): those that
+# shape its files and their upkeep. The others are the lake's (commit messages, expiry).
+TABLE_OPTIONS = ("data_inlining_row_limit", "target_file_size", "parquet_compression",
+                 "parquet_compression_level", "parquet_row_group_size",
+                 "parquet_row_group_size_bytes", "auto_compact", "rewrite_delete_threshold")
+
+
+def normalise_table_options(options: Mapping[str, Any]) -> dict[str, str]:
+    """A table's options (a dbt model's ``table_options``) as the text :func:`set_option`
+    stores; a key that is not a table option fails listing those that are."""
+    out = {}
+    for key, value in options.items():
+        name = str(key).strip().lower()
+        if name not in TABLE_OPTIONS:
+            raise InvalidArgumentError(
+                f"unsupported table option {key!r}; accepted: {', '.join(TABLE_OPTIONS)}")
+        out[name] = normalise(name, value)[1]
+    return out
+
+
+def table_scope_options(lake: Catalog, conn: Connection, table_id: int) -> dict[str, str]:
+    """The options stored for the table itself (not inherited from its schema or the lake)."""
+    return {key: value for key, value, scope, scope_id in stored_options(lake, conn)
+            if scope == "table" and scope_id == table_id}
+
+
 def normalise(key: str, value: Any) -> tuple[str, str]:
     """``(key, stored text)`` for an option, or :class:`InvalidArgumentError` naming the keys."""
     name = str(key).strip().lower()
@@ -279,21 +307,25 @@ def store_option(lake: Catalog, key: str, value: Any, schema_id: int | None = No
     )
     text_value = str(value).lower() if isinstance(value, bool) else str(value)
     with lake.write() as conn:
-        if scope is None:
-            where, params = "scope IS NULL", {}
-        else:
-            where, params = "scope = :sc AND scope_id = :sid", {"sc": scope, "sid": scope_id}
-        updated = conn.execute(
-            sql_text(f"UPDATE {lake.t('ducklake_metadata')} SET value = :v WHERE key = :k AND "
-                 + where),
-            {"k": key, "v": text_value, **params},
-        ).rowcount
-        if not updated:
-            conn.execute(
-                sql_text(f"INSERT INTO {lake.t('ducklake_metadata')} (key, value, scope, "
-                     "scope_id) VALUES (:k, :v, :sc, :sid)"),
-                {"k": key, "v": text_value, "sc": scope, "sid": scope_id},
-            )
+        upsert_option(conn, lake, key, text_value, scope, scope_id)
+
+
+def upsert_option(conn: Connection, lake: Catalog, key: str, text_value: str, scope: str | None,
+            scope_id: int | None) -> None:
+    """Update the option's row at that scope, or insert one, on ``conn``."""
+    if scope is None:
+        where, params = "scope IS NULL", {}
+    else:
+        where, params = "scope = :sc AND scope_id = :sid", {"sc": scope, "sid": scope_id}
+    metadata = lake.t("ducklake_metadata")
+    updated = conn.execute(
+        sql_text(f"UPDATE {metadata} SET value = :v WHERE key = :k AND {where}"),
+        {"k": key, "v": text_value, **params}).rowcount
+    if not updated:
+        conn.execute(
+            sql_text(f"INSERT INTO {metadata} (key, value, scope, scope_id) "
+                     "VALUES (:k, :v, :sc, :sid)"),
+            {"k": key, "v": text_value, "sc": scope, "sid": scope_id})
 
 
 def stored_options(lake: Catalog,
@@ -326,10 +358,13 @@ def _effective(stored: list[tuple[str, str, str | None, int | None]], key: str,
 
 
 def inlining_row_limit(lake: Catalog, conn: Connection, schema_id: int | None = None,
-                       table_id: int | None = None) -> int:
+                       table_id: int | None = None,
+                       overrides: Mapping[str, str] | None = None) -> int:
     """How many rows a commit may inline: the lake's ``data_inlining_row_limit`` option, else
-    the connection's setting (the profile's), else DuckDB's default."""
-    value = option(lake, conn, "data_inlining_row_limit", schema_id, table_id)
+    the connection's setting (the profile's), else DuckDB's default. ``overrides`` are
+    options the write stores for the table with its commit (a model's ``table_options``)."""
+    value = (overrides or {}).get("data_inlining_row_limit") or option(
+        lake, conn, "data_inlining_row_limit", schema_id, table_id)
     if value is not None:
         return int(value)
     if lake.data_inlining_row_limit is not None:
@@ -342,19 +377,24 @@ def auto_compact(lake: Catalog, conn: Connection, schema_id: int, table_id: int)
     return option(lake, conn, "auto_compact", schema_id, table_id, "true") == "true"
 
 
-def target_file_size(lake: Catalog, conn: Connection, schema_id: int, table_id: int) -> int:
-    value = option(lake, conn, "target_file_size", schema_id, table_id)
+def target_file_size(lake: Catalog, conn: Connection, schema_id: int | None,
+                     table_id: int | None, overrides: Mapping[str, str] | None = None) -> int:
+    value = (overrides or {}).get("target_file_size") or option(
+        lake, conn, "target_file_size", schema_id, table_id)
     return TARGET_FILE_SIZE_DEFAULT if value is None else parse_size(value)
 
 
 def parquet_options(lake: Catalog, conn: Connection, schema_id: int | None,
-                    table_id: int | None) -> ParquetOptions:
+                    table_id: int | None,
+                    overrides: Mapping[str, str] | None = None) -> ParquetOptions:
     """The codec, zstd level and row group bounds new files of the table are written with
     (``parquet_compression``, ``parquet_compression_level``, ``parquet_row_group_size`` and
-    ``parquet_row_group_size_bytes``), from one read of the options."""
+    ``parquet_row_group_size_bytes``), from one read of the options; ``overrides`` first."""
     stored = stored_options(lake, conn)
 
     def get(key: str) -> str | None:
+        if overrides and key in overrides:
+            return overrides[key]
         return _effective(stored, key, schema_id, table_id)
 
     level, rows, size = (get("parquet_compression_level"), get("parquet_row_group_size"),
@@ -366,6 +406,21 @@ def parquet_options(lake: Catalog, conn: Connection, schema_id: int | None,
         row_group_size_bytes=None if size is None else parse_size(size))
 
 
+def explicit_target_file_size(lake: Catalog, conn: Connection, schema_id: int | None,
+                              table_id: int | None,
+                              overrides: Mapping[str, str] | None = None) -> int | None:
+    """``target_file_size`` where one is set for the table (its own, its schema's, the
+    lake's, or ``overrides``), else ``None`` (compaction's default is not a write's cap)."""
+    value = (overrides or {}).get("target_file_size") or option(
+        lake, conn, "target_file_size", schema_id, table_id)
+    return None if value is None else parse_size(value)
+
+
+def rows_per_file(target_size: int, row_bytes: float) -> int:
+    """The rows a file of ``target_size`` bytes holds at ``row_bytes`` a row (at least 1)."""
+    return max(1, int(target_size // max(row_bytes, 1.0)))
+
+
 def rewrite_delete_threshold(lake: Catalog, conn: Connection, schema_id: int,
                              table_id: int) -> float:
     value = option(lake, conn, "rewrite_delete_threshold", schema_id, table_id)
@@ -374,6 +429,7 @@ def rewrite_delete_threshold(lake: Catalog, conn: Connection, schema_id: int,
 
 __all__ = [
     "OPTIONS",
+    "TABLE_OPTIONS",
     "OptionSetting",
     "ParquetOptions",
     "inlining_row_limit",

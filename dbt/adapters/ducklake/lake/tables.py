@@ -9,7 +9,7 @@ duckdb/ducklake@v1.5-variegata src/storage/ducklake_metadata_manager.cpp writes 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .catalog import visible
 from .commit import (
@@ -32,7 +32,7 @@ from .models import (
     ViewInfo,
     format_column_aliases,
 )
-from .options import inlining_row_limit
+from .options import inlining_row_limit, upsert_option
 from .types import LakeType, is_promotion
 
 # Batch phases, in DuckDB's batch order (see lake/commit.py's module docstring)
@@ -221,6 +221,23 @@ def carry_over(tx: Transaction, old_table_id: int, new: TableRef) -> None:
             for key, value in options])
 
     tx.add(CREATES, op)
+
+
+def stage_table_options(tx: Transaction, ref: TableRef, options: Mapping[str, str]) -> None:
+    """Store ``options`` (normalised: ``options.normalise_table_options``) for the table
+    ``ref`` in ``tx``'s catalog transaction: with the commit that creates the table and
+    writes its first data, or with the write that finds them changed, never apart from it.
+    Like DuckDB's ``set_option`` the rows belong to no snapshot; they land only if the commit
+    does."""
+    if not options:
+        return
+
+    def op(ctx: CommitContext) -> None:
+        table_id = ctx.resolve_table(ref).table_id
+        for key, value in options.items():
+            upsert_option(ctx.conn, ctx.lake, key, value, "table", table_id)
+
+    tx.add(DATA, op)
 
 
 def rename_table(tx: Transaction, ref: TableRef, new_name: str,

@@ -31,7 +31,7 @@ from ..lake import compaction as lake_compaction
 from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.commit import Transaction
-from ..lake.compaction import SortKey, SourceFile
+from ..lake.compaction import SourceFile
 from ..lake.delete_files import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, NotFoundError, UnsupportedTypeError
 from ..lake.inlining import rows as inlined_data
@@ -43,6 +43,7 @@ from . import write as spark_write
 from .dml import LakeWriter
 from .expressions import ident
 from .read import ROW_ID, SNAPSHOT_ID, local_frame, scan
+from .sorting import spark_order
 from .table_state import TableState, load_state
 from .types import spark_type
 
@@ -119,32 +120,6 @@ def select_tables(slake: LakeWriter, schema: str | None, table: str | None) -> l
     if schema is not None:
         lake.schema(schema)  # raises NotFoundError naming the schema
     return lake.tables(schema)
-
-
-def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo],
-                carrier: bool = False) -> list[Column]:
-    """Spark sort columns for a DuckDB sort order over plain column names (others ignored);
-    ``carrier``: over the values :func:`.write.conform_carrier` gives."""
-    names = {c.column_name.lower(): c.column_name for c in columns}
-    by_name = {c.column_name: c for c in columns}
-    out = []
-    for key in keys:
-        name = key.expression.strip()
-        if len(name) > 1 and name[0] == name[-1] == '"':
-            name = name[1:-1].replace('""', '"')
-        if key.dialect != "duckdb" or name.lower() not in names:
-            log.info("sort key %r is not a plain column; compaction output is not sorted by it",
-                     key.expression)
-            return []
-        col = F.col(ident(names[name.lower()]))
-        if carrier:
-            col = physical.sort_key(col, by_name[names[name.lower()]])
-        if key.descending:
-            col = col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last()
-        else:
-            col = col.asc_nulls_first() if key.nulls_first else col.asc_nulls_last()
-        out.append(col)
-    return out
 
 
 def _hidden_columns(path: str) -> tuple[list[int], list[int]]:

@@ -14,8 +14,9 @@ The public face of these writes is :class:`~.lake.LakeTable`; this module takes 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,12 +25,14 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from sqlalchemy import text as sql_text
 
 from ..lake import data_files, delete_files, evolution, tables
 from ..lake import files as lake_files
 from ..lake import options as lake_options
 from ..lake.catalog import Catalog
 from ..lake.commit import Transaction
+from ..lake.compaction import SortKey, sort_keys
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
@@ -44,10 +47,13 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
+from ..lake.sort_order import stage_sort_order
 from ..lake.streams import StreamBatch
 from . import expressions as sql
 from . import write as spark_write
+from .constraints import NO_CONSTRAINTS, TableConstraints, as_frame, enforce, post_image
 from .read import FILE_ID, POSITION, ROW_ID, scan, scan_inserted
+from .sorting import sort_arrow, spark_order
 from .table_state import TableState, load_state
 from .types import column_specs, spark_type
 
@@ -92,10 +98,28 @@ class Target:
     schema_name: str
     table_name: str
     commit_info: CommitInfo
+    # checked over the table as each write would leave it, before its commit
+    constraints: TableConstraints = NO_CONSTRAINTS
+    # the table's own options (normalised): new files follow them, and the commit stores
+    # those the catalog does not hold yet (a dbt model's table_options)
+    options: Mapping[str, str] = field(default_factory=dict)
+    # the table's sort order, set with the writes' commits where it differs (None: the
+    # table's own, unchanged); new files are sorted by it
+    sorted_by: tuple[SortKey, ...] | None = None
 
     @property
     def name(self) -> str:
         return f"{self.schema_name}.{self.table_name}"
+
+    def enforce(self, state: TableState,
+                positions: Mapping[int, delete_files.Positions] | None,
+                inlined: Sequence[int], *added: DataFrame | pa.Table | None) -> None:
+        """Check :attr:`constraints` over the table as a write would leave it: the rows of
+        ``state`` less those at ``positions`` and ``inlined``, plus ``added``
+        (:func:`.constraints.post_image`). Raises before anything is committed."""
+        if self.constraints:
+            enforce(self.constraints, post_image(self.spark, state, positions, inlined, added),
+                    self.name)
 
     def state(self, at: int | None = None, contents: bool = True) -> TableState:
         return load_state(self.lake, self.schema_name, self.table_name, at, contents)
@@ -118,6 +142,19 @@ class Target:
         return Transaction(self.lake, self.lake.snapshot(version=state.snapshot_id))
 
     def commit(self, tx: Transaction, info: CommitInfo | None) -> Snapshot:
+        if self.options and not tx.empty:
+            with self.lake.read() as conn:
+                table_id = self.lake.table(self.schema_name, self.table_name, conn=conn).table_id
+                stored = lake_options.table_scope_options(self.lake, conn, table_id)
+            tables.stage_table_options(tx, TableRef(table_id), {
+                k: v for k, v in self.options.items() if stored.get(k) != v})
+        if self.sorted_by is not None and not tx.empty:
+            with self.lake.read() as conn:
+                table_id = self.lake.table(self.schema_name, self.table_name, conn=conn).table_id
+                live = sort_keys(self.lake, conn, table_id,
+                                 self.lake.latest_snapshot(conn).snapshot_id)
+            if list(self.sorted_by) != live:
+                stage_sort_order(tx, TableRef(table_id), self.sorted_by)
         return commit(tx, info or self.commit_info)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
@@ -134,7 +171,8 @@ class Target:
         return stage_insert(self.spark, self.lake, tx, TableRef(state.table.table_id), df,
                             state.table_dir, columns, state.schema.schema_id,
                             state.table.table_id,
-                            inline_ok=can_inline(columns, self.lake.dialect), **options)
+                            inline_ok=can_inline(columns, self.lake.dialect),
+                            table_options=self.options, sorted_by=self.sorted_by, **options)
 
 
 def stage_insert(
@@ -143,27 +181,34 @@ def stage_insert(
     table_id: int | None, inline_ok: bool, replace: bool = False, row_ids: bool = False,
     inlined_row_ids: list[int] | None = None,
     partition_keys: Sequence[PartitionKey] | None = None,
+    table_options: Mapping[str, str] | None = None,
+    sorted_by: Sequence[SortKey] | None = None,
 ) -> int:
     """Stage the rows of ``df`` on ``tx`` as inlined rows or Parquet files; returns rows.
 
     Files follow ``partition_keys``, by default the table's live partition spec (the
     commit refuses them if the spec changes meanwhile). Inlined rows have no partition.
+    ``table_options`` (the table's own, stored with this commit) take precedence over the
+    options the catalog holds, and ``sorted_by`` over its sort order: files are written
+    sorted by it.
     """
     with lake.read() as conn:
-        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, table_options)
+        order = write_order(lake, conn, schema_id, table_id, sorted_by, table_options)
     if isinstance(df, pa.Table) and inline_ok and limit > 0 and df.num_rows <= limit:
         # Driver-side rows within the limit: inlined without a Spark job (and without the
         # catalog reads only a file write needs: a streaming commit is latency).
         rows = spark_write.conform_arrow(df, columns, row_ids=row_ids)
         spark_write.check_not_null(rows, columns)
         return _register(tx, ref, rows, [], row_ids, replace, inlined_row_ids)
-    parquet, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, partition_keys,
+                                   table_options)
     if isinstance(df, pa.Table):
         if spark_write.writes_on_driver(columns, keys):
             # More driver-side rows: one file written on the driver, still no Spark job.
             staged = spark_write.stage_rows(
-                spark, spark_write.conform_arrow(df, columns, row_ids=row_ids), table_dir,
-                columns, parquet=parquet)
+                spark, sort_arrow(spark_write.conform_arrow(df, columns, row_ids=row_ids),
+                                  order, columns), table_dir, columns, parquet=parquet)
             _, new_files = _inline_or_publish(tx, staged, table_dir, columns, False, limit,
                                               row_ids)
             return _register(tx, ref, None, new_files, row_ids, replace, inlined_row_ids)
@@ -176,7 +221,7 @@ def stage_insert(
             spark_write.check_not_null(local, columns)
             return _register(tx, ref, local, [], row_ids, replace, inlined_row_ids)
     staged = spark_write.stage(spark, conformed, table_dir, columns, row_ids, keys,
-                               parquet=parquet)
+                               parquet=parquet, sort_by=spark_order(order, columns))
     rows, new_files = _inline_or_publish(tx, staged, table_dir, columns, inline_ok, limit,
                                          row_ids)
     return _register(tx, ref, rows, new_files, row_ids, replace, inlined_row_ids)
@@ -206,11 +251,22 @@ def _inline_or_publish(tx: Transaction, staged: spark_write.StagedWrite, table_d
 
 def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                    columns: list[ColumnInfo], partition_keys: Sequence[PartitionKey] | None,
+                   table_options: Mapping[str, str] | None = None,
                    ) -> tuple[lake_options.ParquetOptions, Sequence[PartitionKey]]:
     """The Parquet options a write into the table uses, and its partition keys (the
-    table's live partition spec unless ``partition_keys`` are given)."""
+    table's live partition spec unless ``partition_keys`` are given).
+
+    A ``target_file_size`` set for the table caps the rows of each file Spark writes: the
+    size over the bytes a row takes in the table's live files (or, for a table without
+    any, an estimate from its column types), so a write's files stay near or below it
+    rather than one file per task whatever its size."""
     with lake.read() as conn:
-        parquet = lake_options.parquet_options(lake, conn, schema_id, table_id)
+        parquet = lake_options.parquet_options(lake, conn, schema_id, table_id, table_options)
+        target_size = lake_options.explicit_target_file_size(lake, conn, schema_id, table_id,
+                                                             table_options)
+        if target_size is not None:
+            parquet = dataclasses.replace(parquet, max_rows_per_file=lake_options.rows_per_file(
+                target_size, row_bytes(lake, conn, table_id, columns)))
         if partition_keys is None:
             partition_keys = ()
             if table_id is not None:
@@ -219,6 +275,44 @@ def _file_settings(lake: Catalog, schema_id: int, table_id: int | None,
                 if spec is not None:
                     partition_keys = keys_of_spec(spec, columns)
     return parquet, partition_keys
+
+
+def write_order(lake: Catalog, conn: Any, schema_id: int | None, table_id: int | None,
+                sorted_by: Sequence[SortKey] | None,
+                table_options: Mapping[str, str] | None) -> Sequence[SortKey]:
+    """The sort order new files of the table are written in: ``sorted_by`` (the order the
+    write sets) or the table's live one; none when the ``sort_on_insert`` option is false."""
+    sort_on_insert = (table_options or {}).get("sort_on_insert") or lake_options.option(
+        lake, conn, "sort_on_insert", schema_id, table_id, "true")
+    if sort_on_insert == "false":
+        return ()
+    if sorted_by is not None:
+        return sorted_by
+    if table_id is None:
+        return ()
+    return sort_keys(lake, conn, table_id, lake.latest_snapshot(conn).snapshot_id)
+
+
+# Bytes a value takes in a Parquet file, by DuckLake type, for a table with no files yet
+# (compressed files take less: the cap errs towards smaller files); others count 16.
+_TYPE_BYTES = {"boolean": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1,
+               "uint16": 2, "uint32": 4, "uint64": 8, "float32": 4, "float64": 8, "date": 4,
+               "timestamp": 8, "timestamptz": 8, "decimal": 8}
+
+
+def row_bytes(lake: Catalog, conn: Any, table_id: int | None,
+              columns: Sequence[ColumnInfo]) -> float:
+    """The bytes a row takes in the table's live data files, else an estimate from the
+    types of ``columns``."""
+    if table_id is not None:
+        size, rows = conn.execute(sql_text(
+            f"SELECT sum(file_size_bytes), sum(record_count) FROM "
+            f"{lake.t('ducklake_data_file')} WHERE table_id = :t AND end_snapshot IS NULL"),
+            {"t": table_id}).one()
+        if rows:
+            return float(size) / float(rows)
+    return float(sum(_TYPE_BYTES.get(c.type.name, 16) for c in columns
+                     if c.parent_column is None) or 16)
 
 
 def _register(tx: Transaction, ref: TableRef, rows: pa.Table | None,
@@ -259,11 +353,13 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
         return (target.stage(tx, state, kept, row_ids=True), target.stage(tx, state, new))
     inline_ok = can_inline(columns, lake.dialect)
     with lake.read() as conn:
-        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id)
-    parquet, keys = _file_settings(lake, schema_id, table_id, columns, None)
+        limit = lake_options.inlining_row_limit(lake, conn, schema_id, table_id, target.options)
+        order = write_order(lake, conn, schema_id, table_id, target.sorted_by, target.options)
+    parquet, keys = _file_settings(lake, schema_id, table_id, columns, None, target.options)
     staged = spark_write.stage(target.spark, spark_write.conform(df, columns, row_ids=True),
                                state.table_dir, columns, row_ids=True, partition_keys=keys,
-                               parquet=parquet, split_new_rows=True)
+                               parquet=parquet, split_new_rows=True,
+                               sort_by=spark_order(order, columns))
     counts = []
     try:
         for new_rows in (False, True):
@@ -278,7 +374,8 @@ def stage_kept_and_new(target: Target, tx: Transaction, state: TableState,
 def append(target: Target, df: DataFrame | pa.Table, info: CommitInfo | None = None
            ) -> Snapshot | None:
     """INSERT the rows of ``df`` (columns matched by name); ``None`` when it has none."""
-    state = target.state(contents=False)
+    state = target.state(contents=bool(target.constraints))
+    target.enforce(state, None, (), df)
     tx = target.transaction(state)
     if target.stage(tx, state, df) == 0:
         return None
@@ -289,6 +386,8 @@ def overwrite(target: Target, df: DataFrame | pa.Table,
               info: CommitInfo | None = None) -> Snapshot:
     """Replace the table's contents with ``df`` in one snapshot, keeping its identity."""
     state = target.state()
+    if target.constraints:
+        enforce(target.constraints, as_frame(target.spark, df), target.name)
     tx = target.transaction(state)
     target.stage(tx, state, df, replace=True)
     tx.touch_data_files([f.data_file_id for f in state.data_files])
@@ -330,6 +429,7 @@ def replace(target: Target, df: DataFrame, info: CommitInfo | None = None,
         raise SchemaMismatchError(
             f"{target.name} is partitioned by {', '.join(dropped_keys)}, whose column the "
             "new data no longer has; pass partition_by to change the spec")
+    enforce(target.constraints, df, target.name)
     tx = target.transaction(state)
     ref = TableRef(state.table.table_id)
     columns = state.columns
@@ -422,6 +522,7 @@ def replace_rows(target: Target, df: DataFrame, replaced: ReplacedRows,
     try:
         positions, inlined = locations(replaced(scan(target.spark, state, metadata=True),
                                               source))
+        target.enforce(state, positions, inlined, source)
         tx = target.transaction(state)
         ref = TableRef(state.table.table_id)
         if positions or inlined:
@@ -489,6 +590,8 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
                    else F.col(sql.ident(c.column_name))).alias(c.column_name)
                   for c in state.columns],
                 F.col(ROW_ID).alias(ROW_ID_COLUMN))
+            if tx.replanner is None:  # the statement's own rows, not a re-plan's
+                target.enforce(state, positions, inlined, new)
             delete_files.delete(tx, ref, positions, inlined)
             target.stage(tx, state, new, row_ids=True)
             return True

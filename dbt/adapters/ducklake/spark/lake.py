@@ -51,6 +51,7 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
+from ..lake.sort_order import parse_sorted_by, stage_sort_order
 from . import changes as spark_changes
 from . import checkpoint as spark_checkpoint
 from . import compaction as spark_compaction
@@ -59,6 +60,7 @@ from . import read as spark_read
 from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
+from .constraints import NO_CONSTRAINTS, TableConstraints
 from .datasource import register as register_format
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, merge_into
@@ -163,6 +165,8 @@ class SparkLake:
         self, name: TableName, data: DataFrame | StructType | list[ColumnSpec], *,
         if_not_exists: bool = False, or_replace: bool = False, info: CommitInfo | None = None,
         not_null: Iterable[str] = (), partition_by: PartitionBy | None = None,
+        table_options: Mapping[str, Any] | None = None,
+        sorted_by: str | Sequence[str] | None = None,
     ) -> LakeTable:
         """Create a table from a schema, or from a DataFrame in one snapshot (CTAS).
 
@@ -170,6 +174,11 @@ class SparkLake:
         whose data is checked before anything is committed; a schema keeps its nullability.
         ``partition_by`` (e.g. ``["region", "year(ts)", "bucket(4, id)"]``) sets the partition
         spec in the same snapshot, so the first data is already laid out by it.
+        ``table_options`` (``{"parquet_compression": "zstd"}``: the table's own lake options,
+        :data:`..lake.options.TABLE_OPTIONS`) are stored with the same commit, and the first
+        data is written by them. ``sorted_by`` (``["id", "ts DESC"]``) is the table's sort
+        order (DuckDB's ``SET SORTED BY``), set in the same snapshot; the first data's files
+        are written sorted by it.
 
         ``or_replace`` drops a table or view of that name in the same snapshot: the new table
         (a new table id) keeps a dropped table's comments, tags and table options, and its
@@ -185,6 +194,8 @@ class SparkLake:
             specs = column_specs(data.schema, keep_nullability=False, not_null=not_null)
         else:
             specs = column_specs(data, not_null=not_null)
+        options = lake_options.normalise_table_options(table_options or {})
+        order = parse_sorted_by(sorted_by) if sorted_by else ()
         tx = Transaction(self.catalog)
         old = self._replaced(tx, schema_name, table_name) if or_replace else None
         if old is not None and partition_by is None:
@@ -205,7 +216,10 @@ class SparkLake:
             dml.stage_insert(self.spark, self.catalog, tx, ref, df, table_dir, columns,
                              schema.schema_id, None,
                              inline_ok=can_inline(columns, self.catalog.dialect),
-                             partition_keys=keys)
+                             partition_keys=keys, table_options=options, sorted_by=order)
+        tables.stage_table_options(tx, ref, options)
+        if order:
+            stage_sort_order(tx, ref, order)
         self.commit(tx, info)
         return LakeTable(self, schema_name, table_name)
 
@@ -401,10 +415,22 @@ def provisional_columns(specs: list[ColumnSpec], first_id: int = 1) -> list[Colu
 class LakeTable:
     """One table of a :class:`SparkLake`; every write commits one snapshot."""
 
-    def __init__(self, lake: SparkLake, schema_name: str, table_name: str) -> None:
+    def __init__(self, lake: SparkLake, schema_name: str, table_name: str,
+                 constraints: TableConstraints = NO_CONSTRAINTS,
+                 table_options: Mapping[str, Any] | None = None,
+                 sorted_by: str | Sequence[str] | None = None) -> None:
+        """``constraints`` (CHECK, PRIMARY KEY, UNIQUE) are checked over the table as each
+        write of this object would leave it, before its commit (:mod:`.constraints`).
+        ``table_options`` (the table's own lake options) shape the files each write makes,
+        and are stored with its commit where the catalog holds other values. ``sorted_by``
+        (``["id", "ts DESC"]``, ``[]`` for none) is set as the table's sort order with each
+        write's commit where it differs; ``None`` leaves the table's own."""
         self._lake = lake
         self.schema_name = schema_name
         self.table_name = table_name
+        self.constraints = constraints
+        self.table_options = lake_options.normalise_table_options(table_options or {})
+        self.sorted_by = None if sorted_by is None else parse_sorted_by(sorted_by)
 
     @property
     def name(self) -> str:
@@ -535,7 +561,8 @@ class LakeTable:
 
     def _target(self) -> dml.Target:
         return dml.Target(self._lake.spark, self._lake.catalog, self.schema_name, self.table_name,
-                          self._lake.commit_info)
+                          self._lake.commit_info, self.constraints, self.table_options,
+                          self.sorted_by)
 
     def inserted_meanwhile(self, since: Snapshot, until: Snapshot) -> DataFrame:
         """The rows snapshots ``since < s <= until`` inserted, with the metadata columns: what

@@ -138,7 +138,11 @@ def merge_into(
         plan = plan_merge(table, statement, state, src, tuple(source.columns))
         if plan is None:
             return MergeResult(None, 0, 0, 0)
-        return commit_outcome(plan, merge_outcome(plan, caches), info)
+        outcome = merge_outcome(plan, caches)
+        # over the whole table as read (the plan's state may have had files skipped)
+        table.enforce(state, outcome.positions, outcome.inlined, outcome.updates,
+                      outcome.inserts)
+        return commit_outcome(plan, outcome, info)
 
 
 def _cached(df: DataFrame, caches: ExitStack) -> DataFrame:
@@ -513,7 +517,7 @@ def _inlining_limit(plan: MergePlan) -> int | None:
     table, state = plan.table, plan.state
     with table.lake.read() as conn:
         limit = inlining_row_limit(table.lake, conn, state.schema.schema_id,
-                                   state.table.table_id)
+                                   state.table.table_id, table.options)
     return limit if can_inline(state.columns, table.lake.dialect) else None
 
 

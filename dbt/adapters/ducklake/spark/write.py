@@ -379,6 +379,11 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         raise AssertionError("split_new_rows needs row ids and a local data path")
     new_kind = F.when(F.col(ROW_ID_COLUMN).isNull(), F.lit(_NEW_ROWS)).otherwise(F.lit("k")) \
         if split_new_rows else None
+    if sort_by and not keys and not single_file:
+        # The whole write in the sort order (a range-partitioned shuffle), as DuckDB's sort on
+        # insert: each file then holds a contiguous range of the keys, so per-file min/max
+        # skip files, not only row groups inside them.
+        df = df.orderBy(*sort_by)
     if keys:
         layout = layout_column(keys)
         if new_kind is not None:
@@ -388,8 +393,10 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         df = df.withColumn(PARTITION_COLUMN, new_kind)
     elif single_file:  # compaction output: one file
         df = df.repartition(1)
-    if sort_by:  # after the shuffle, so that each file is written in this order
-        df = df.sortWithinPartitions(*sort_by)
+    if sort_by:  # after the shuffle, so that each file is written in this order; by the
+        # hive column first, which Spark's writer would otherwise sort by again
+        by_file = [F.col(PARTITION_COLUMN)] if keys or new_kind is not None else []
+        df = df.sortWithinPartitions(*by_file, *sort_by)
     if drop_after_sort:  # columns that only ordered the rows (a projection keeps the order)
         df = df.drop(*drop_after_sort)
     floats = [c for c in columns if c.type.name in FLOAT_TYPES]
@@ -479,6 +486,8 @@ def _spark_parquet_options(parquet: ParquetOptions) -> dict[str, str]:
         options["parquet.block.row.count.limit"] = str(parquet.row_group_size)
     if parquet.row_group_size_bytes is not None:
         options["parquet.block.size"] = str(parquet.row_group_size_bytes)
+    if parquet.max_rows_per_file is not None:  # target_file_size, as rows (see dml)
+        options["maxRecordsPerFile"] = str(parquet.max_rows_per_file)
     return options
 
 

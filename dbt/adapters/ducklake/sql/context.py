@@ -8,7 +8,7 @@ here, below both, so that neither imports the other's module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
+from ..lake.options import normalise_table_options
+from ..lake.sort_order import parse_sorted_by
+from ..spark.constraints import NO_CONSTRAINTS, TableConstraints
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
 from .names import LakeName, parse_name
@@ -48,6 +51,12 @@ class StatementContext:
         self.registry = registry
         self.commit_info = commit_info or (lambda _kind: CommitInfo())
         self.read_only = read_only
+        # (schema, table) lowercased -> the constraints its writes are checked against
+        self.constraints: dict[tuple[str, str], TableConstraints] = {}
+        # (schema, table) lowercased -> the table options its writes store and follow
+        self.table_options: dict[tuple[str, str], dict[str, str]] = {}
+        # (schema, table) lowercased -> the sort order its writes set (["id", "ts DESC"])
+        self.sorted_by: dict[tuple[str, str], list[str]] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
 
     def check_writable(self, what: str = "this statement") -> None:
@@ -95,7 +104,53 @@ class StatementContext:
         return snapshot
 
     def table(self, name: LakeName) -> LakeTable:
-        return LakeTable(self.lake, name.schema, name.name)
+        return LakeTable(self.lake, name.schema, name.name, self.constraints_of(name),
+                         self.table_options_of(name), self.sorted_by_of(name))
+
+    def sorted_by_of(self, name: LakeName) -> list[str] | None:
+        """The sort order the writes to ``name`` set (:meth:`expect_sorted_by`); ``None``:
+        they leave the table's own."""
+        return self.sorted_by.get((name.schema.lower(), name.name.lower()))
+
+    def expect_sorted_by(self, name: LakeName, sorted_by: list[str] | None) -> None:
+        """Have every later write to ``name`` set the table's sort order to ``sorted_by``
+        with its commit (where it differs) and write its files in it; ``None`` stops it."""
+        key = (name.schema.lower(), name.name.lower())
+        if sorted_by is None:
+            self.sorted_by.pop(key, None)
+        else:
+            parse_sorted_by(sorted_by)  # fails now on a malformed key
+            self.sorted_by[key] = list(sorted_by)
+
+    def table_options_of(self, name: LakeName) -> dict[str, str]:
+        """The table options the writes to ``name`` store and follow
+        (:meth:`expect_table_options`), none by default."""
+        return self.table_options.get((name.schema.lower(), name.name.lower()), {})
+
+    def expect_table_options(self, name: LakeName, options: Mapping[str, Any]) -> None:
+        """Have every later write to ``name`` write its files by ``options`` (the table's
+        own lake options) and store those the catalog does not hold with its commit; empty
+        ones stop it. Unknown keys fail listing the accepted ones."""
+        key = (name.schema.lower(), name.name.lower())
+        normalised = normalise_table_options(options)
+        if normalised:
+            self.table_options[key] = normalised
+        else:
+            self.table_options.pop(key, None)
+
+    def constraints_of(self, name: LakeName) -> TableConstraints:
+        """The constraints the writes to ``name`` are checked against
+        (:meth:`expect_constraints`), none by default."""
+        return self.constraints.get((name.schema.lower(), name.name.lower()), NO_CONSTRAINTS)
+
+    def expect_constraints(self, name: LakeName, constraints: TableConstraints) -> None:
+        """Check every later write to ``name`` against ``constraints`` (a dbt model
+        contract's), until they are replaced; empty ones stop the checks."""
+        key = (name.schema.lower(), name.name.lower())
+        if constraints:
+            self.constraints[key] = constraints
+        else:
+            self.constraints.pop(key, None)
 
     def exists(self, name: LakeName) -> str | None:
         """``'table'``, ``'view'`` or ``None``."""

@@ -25,6 +25,7 @@ from ..lake.errors import (
     UnsupportedViewError,
 )
 from ..lake.types import LakeType
+from ..spark.constraints import enforce
 from ..spark.expressions import java_class
 from ..spark.lake import PartitionBy
 from ..spark.types import column_specs, lake_type
@@ -105,9 +106,12 @@ def _create(ctx: StatementContext, name: LakeName, df: DataFrame,
             ) -> StatementResult:
     """A new table from ``df`` in one snapshot, partitioned by ``partition_by`` if given;
     ``or_replace`` drops the view of that name in the same snapshot."""
+    enforce(ctx.constraints_of(name), df, f"{name.schema}.{name.name}")
     ctx.lake.create_table((name.schema, name.name), df, or_replace=or_replace,
                           info=ctx.commit_info("CREATE TABLE"), not_null=not_null,
-                          partition_by=partition_by or None)
+                          partition_by=partition_by or None,
+                          table_options=ctx.table_options_of(name),
+                          sorted_by=ctx.sorted_by_of(name))
     ctx.registry.invalidate()
     return StatementResult("CREATE TABLE", snapshot=ctx.lake.current_snapshot())
 
