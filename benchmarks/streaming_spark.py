@@ -124,7 +124,7 @@ def main() -> None:
     p = C.parser(__doc__.splitlines()[0], "number of 10-row micro-batches", 1000)
     p.add_argument("--skip", default="", help="comma-separated systems to skip")
     # one repetition by default: a system's figures are percentiles over its N batches, and
-    # with Python data source workers started per batch a repetition takes minutes
+    # a repetition of 200 batches takes minutes per system on a small machine
     p.set_defaults(reps=1)
     args = p.parse_args()
     args.batches = int(args.scale)
@@ -145,7 +145,7 @@ def main() -> None:
         ("batches/s", "ours-inlined", "spark-parquet", ">= 2x"),
         ("batches/s", "ours-inlined", "ours-files", ""),
         ("batches/s", "ours-inlined", "foreach-append", ""),
-        ("aggregations (inlined)", "ours-inlined", "duckdb", ""),
+        ("aggregations (flushed)", "ours-inlined", "duckdb", ""),
     ])
     inl = results.get("ours-inlined", "aggregations (inlined)")
     fl = results.get("ours-inlined", "aggregations (flushed)")
