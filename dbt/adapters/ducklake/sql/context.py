@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
+from ..spark import statement_sizing
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
 from .names import LakeName, parse_name
@@ -49,6 +50,7 @@ class StatementContext:
         self.commit_info = commit_info or (lambda _kind: CommitInfo())
         self.read_only = read_only
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
+        statement_sizing.gate(spark)  # the session's own settings, before any model's
 
     def check_writable(self, what: str = "this statement") -> None:
         """A connection pinned to a snapshot reads the past: it must not write. ``what`` names
