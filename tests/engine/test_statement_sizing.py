@@ -33,12 +33,12 @@ def data_files(lake, name: str) -> int:  # noqa: ANN001
 def test_a_small_aggregate_is_written_by_one_task_and_the_settings_come_back(
         spark, lake, engine) -> None:  # noqa: ANN001
     before = {key: spark.conf.get(key, None) for key in sizing.SMALL_CONF}
-    engine.execute("create table main.t as select id, id % 10 as k from range(1000)")
+    engine.execute("create table main.t as select id, id % 100 as k from range(1000)")
     engine.execute("create table main.agg as select k, count(*) as n from main.t group by k")
     # one shuffle partition: one task, one file (the tests' session has two partitions)
     assert data_files(lake, "main.agg") == 1
     rows = sorted(tuple(r) for r in engine.execute("select * from main.agg").df.collect())
-    assert rows == [(k, 100) for k in range(10)]
+    assert rows == [(k, 10) for k in range(100)]  # more rows than are inlined
     assert {key: spark.conf.get(key, None) for key in sizing.SMALL_CONF} == before
 
 
@@ -46,7 +46,7 @@ def test_a_small_aggregate_is_written_by_one_task_and_the_settings_come_back(
 def test_max_bytes_zero_keeps_sparks_settings(spark, lake, engine) -> None:  # noqa: ANN001
     spark.conf.set(sizing.MAX_BYTES_CONF, "0")
     try:
-        engine.execute("create table main.t as select id, id % 10 as k from range(1000)")
+        engine.execute("create table main.t as select id, id % 100 as k from range(1000)")
         engine.execute("create table main.agg as select k, count(*) as n from main.t "
                        "group by k")
         assert data_files(lake, "main.agg") == 2  # the session's two shuffle partitions
