@@ -7,7 +7,9 @@ project, in the same invocation, with the same number of threads:
 - ``ours``: dbt-ducklake (Spark ``local[*]``, SQLite catalog), the adapter's own defaults;
 - ``dbt-spark``: dbt-spark ``method: session``, ``file_format: parquet``, the embedded Hive
   metastore, Spark's defaults (same UI and time-zone settings as ours);
-- ``dbt-duckdb``: dbt-duckdb on a DuckLake (DuckDB 1.5.5, SQLite catalog), if installed.
+- ``dbt-duckdb``: dbt-duckdb on a DuckLake (DuckDB 1.5.5, SQLite catalog), if installed; one
+  thread (with more, its concurrent DuckLake commits fail on the SQLite catalog: "database is
+  locked", "Failed to commit DuckLake transaction").
 
 Measured, as medians of ``--reps`` (default 5; 3 for a quick run):
 
@@ -104,7 +106,7 @@ def profiles(root: str, target: str, threads: int) -> str:
     dbt-duckdb:
       type: duckdb
       path: "{target}/duckdb/local.duckdb"
-      threads: {threads}
+      threads: 1
       schema: bench
       database: lake
       config_options:
