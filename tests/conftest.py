@@ -92,6 +92,10 @@ def pytest_configure(config: pytest.Config) -> None:
             and not os.path.isfile(archive) and jvm_archive.build(archive):
         os.environ[jvm_archive.ENV] = archive  # the same file for workers and subprocesses
         SPARK_TEST_CONF["spark.driver.extraJavaOptions"] += jvm_archive.java_options(archive)
+    # The adapter's own Spark start (dbt subprocesses) uses the tests' archive, and never
+    # starts a background build of its own.
+    os.environ.setdefault("DUCKLAKE_JVM_ARCHIVE",
+                          archive if archive and os.path.isfile(archive) else "off")
     if os.environ.get("DUCKLAKE_TEST_INSTALLED") != "1":
         return
     import dbt.adapters.ducklake as adapter

@@ -21,6 +21,7 @@ from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .lake.secrets import redact
 from .runtime import Runtime, runtime_for, set_statement_node
+from .spark import statement_sizing
 from .spark.expressions import string
 from .sql.engine import StatementResult
 
@@ -53,7 +54,8 @@ class DuckLakeCursor:
     def fetchall(self) -> list[tuple[Any, ...]]:
         if self._rows is None:
             df = self.result.df if self.result else None
-            self._rows = [tuple(r) for r in df.collect()] if df is not None else []
+            self._rows = [] if df is None else [tuple(r) for r in statement_sizing.run_sized(
+                df.sparkSession, df, df.collect)]
         return self._rows
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:

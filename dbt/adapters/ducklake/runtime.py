@@ -20,6 +20,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from . import jvm_archive
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
@@ -182,10 +183,13 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
         # Python UDFs (bucket partition keys) run in worker processes; locally they must use
         # this interpreter, which has pyarrow and numpy, not whatever `python3` is on PATH.
         builder = builder.config("spark.pyspark.python", sys.executable)
-    for key, value in (credentials.spark_conf or {}).items():
-        builder = builder.config(key, str(value))
     # pyspark keeps the running SparkContext only in this private attribute
     active = SparkContext._active_spark_context  # noqa: SLF001
+    conf = {key: str(value) for key, value in (credentials.spark_conf or {}).items()}
+    if active is None:
+        conf = jvm_archive.for_driver(conf)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     log_file = None if credentials.spark_console or active else _dbt_log_file()
     with _stderr_to(log_file):
         session = builder.getOrCreate()

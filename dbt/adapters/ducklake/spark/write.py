@@ -46,7 +46,7 @@ from ..lake.parquet_footer import (
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
 from . import expressions as sql
-from . import physical
+from . import physical, statement_sizing
 from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
 
@@ -416,7 +416,8 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
             writer = writer.option(key, value)
         if keys or split_new_rows:
             writer = writer.partitionBy(PARTITION_COLUMN)
-        writer.parquet(staging)
+        with statement_sizing.sized(spark, df):  # small inputs: no codegen, one partition
+            writer.parquet(staging)
         values = observation.get
     except BaseException as exc:
         _hadoop_delete(spark, staging)
@@ -883,7 +884,8 @@ def _hadoop_delete(spark: SparkSession, path: str) -> None:
 
 
 def local_rows(df: DataFrame) -> pa.Table:
-    return df.toArrow()
+    with statement_sizing.sized(df.sparkSession, df):
+        return df.toArrow()
 
 
 def not_null_error(violations: dict[str, int]) -> SchemaMismatchError:

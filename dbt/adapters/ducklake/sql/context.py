@@ -18,6 +18,7 @@ from ..lake.errors import DuckLakeError, InvalidArgumentError, ReadOnlyError
 from ..lake.models import Snapshot
 from ..lake.options import normalise_table_options
 from ..lake.sort_order import parse_sorted_by
+from ..spark import statement_sizing
 from ..spark.constraints import NO_CONSTRAINTS, TableConstraints
 from ..spark.expressions import java_class
 from ..spark.lake import CommitInfo, LakeTable, SparkLake
@@ -58,6 +59,7 @@ class StatementContext:
         # (schema, table) lowercased -> the sort order its writes set (["id", "ts DESC"])
         self.sorted_by: dict[tuple[str, str], list[str]] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
+        statement_sizing.gate(spark)  # the session's own settings, before any model's
 
     def check_writable(self, what: str = "this statement") -> None:
         """A connection pinned to a snapshot reads the past: it must not write. ``what`` names

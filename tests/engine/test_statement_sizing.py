@@ -1,0 +1,129 @@
+"""Small statements run with one shuffle partition, no adaptive execution and no whole-stage
+code generation (:mod:`dbt.adapters.ducklake.spark.statement_sizing`); big ones, and settings a
+model or a SET chose, are left as they are; the shared session's settings are always restored.
+The engine tests (merge, time travel, changes) run with these settings on every statement."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
+from dbt.adapters.ducklake.spark import statement_sizing as sizing
+from dbt.adapters.ducklake.sql import Engine
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+pytestmark = pytest.mark.spark
+
+PARTITIONS = "spark.sql.shuffle.partitions"
+AQE = "spark.sql.adaptive.enabled"
+
+
+@pytest.fixture
+def engine(spark, lake):  # noqa: ANN001, ANN201
+    return Engine(spark, lake, ViewRegistry(spark, lake))
+
+
+def data_files(lake, name: str) -> int:  # noqa: ANN001
+    return len(lake.table(name).state().data_files)
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_small_aggregate_is_written_by_one_task_and_the_settings_come_back(
+        spark, lake, engine) -> None:  # noqa: ANN001
+    before = {key: spark.conf.get(key, None) for key in sizing.SMALL_CONF}
+    engine.execute("create table main.t as select id, id % 100 as k from range(1000)")
+    engine.execute("create table main.agg as select k, count(*) as n from main.t group by k")
+    # one shuffle partition: one task, one file (the tests' session has two partitions)
+    assert data_files(lake, "main.agg") == 1
+    rows = sorted(tuple(r) for r in engine.execute("select * from main.agg").df.collect())
+    assert rows == [(k, 10) for k in range(100)]  # more rows than are inlined
+    assert {key: spark.conf.get(key, None) for key in sizing.SMALL_CONF} == before
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_max_bytes_zero_keeps_sparks_settings(spark, lake, engine) -> None:  # noqa: ANN001
+    spark.conf.set(sizing.MAX_BYTES_CONF, "0")
+    try:
+        engine.execute("create table main.t as select id, id % 100 as k from range(1000)")
+        engine.execute("create table main.agg as select k, count(*) as n from main.t "
+                       "group by k")
+        assert data_files(lake, "main.agg") == 2  # the session's two shuffle partitions
+    finally:
+        spark.conf.unset(sizing.MAX_BYTES_CONF)
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_what_counts_as_small(spark, lake, engine) -> None:  # noqa: ANN001
+    engine.execute("create table main.t as select id from range(100)")
+    small = engine.execute("select * from main.t where id > 3").df
+    assert sizing.is_small(spark, small)
+    assert sizing.is_small(spark, spark.sql("select * from values (1, 'a') as v(i, s)"))
+    # a subquery's relations are not the plan's leaves: not sized, so not small
+    assert not sizing.is_small(spark, engine.execute(
+        "select * from main.t where id in (select id from main.t)").df)
+    assert not sizing.is_small(spark, spark.range(10 ** 9).toDF("id"))
+    spark.conf.set(sizing.MAX_BYTES_CONF, "1")
+    try:
+        assert not sizing.is_small(spark, small)
+        spark.conf.set(sizing.MAX_BYTES_CONF, "lots")
+        with pytest.raises(InvalidArgumentError, match="number of bytes"):
+            sizing.is_small(spark, small)
+    finally:
+        spark.conf.unset(sizing.MAX_BYTES_CONF)
+
+
+def test_a_setting_changed_from_the_sessions_own_is_left_alone(spark) -> None:  # noqa: ANN001
+    gate = sizing.SizingGate(spark)
+    before = spark.conf.get(PARTITIONS)
+    aqe = spark.conf.get(AQE)
+    spark.conf.set(PARTITIONS, "7")  # as a model's spark_conf would
+    try:
+        assert gate._enter(True)  # noqa: SLF001
+        assert spark.conf.get(PARTITIONS) == "7"
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        gate._leave(True)  # noqa: SLF001
+        assert spark.conf.get(PARTITIONS) == "7"
+        assert spark.conf.get(AQE) == aqe
+    finally:
+        spark.conf.set(PARTITIONS, before)
+
+
+def test_a_big_statement_waits_for_the_small_ones_and_runs_with_the_sessions_settings(
+        spark) -> None:  # noqa: ANN001
+    gate = sizing.SizingGate(spark)
+    base = spark.conf.get(PARTITIONS)
+    assert gate._enter(True)  # noqa: SLF001
+    assert spark.conf.get(PARTITIONS) == "1"
+    seen: dict[str, object] = {}
+
+    def big() -> None:
+        small = gate._enter(False)  # noqa: SLF001
+        seen["small"], seen["partitions"] = small, spark.conf.get(PARTITIONS)
+        gate._leave(small)  # noqa: SLF001
+
+    thread = threading.Thread(target=big)
+    thread.start()
+    with gate._cond:  # noqa: SLF001
+        gate._cond.wait_for(lambda: gate._big_waiting == 1)  # noqa: SLF001
+    assert thread.is_alive() and "small" not in seen
+    gate._leave(True)  # noqa: SLF001
+    thread.join()
+    assert seen == {"small": False, "partitions": base}
+    # while a big statement runs, a small one runs at once with the session's settings
+    assert not gate._enter(False)  # noqa: SLF001
+    assert not gate._enter(True)  # noqa: SLF001
+    assert spark.conf.get(PARTITIONS) == base
+    gate._leave(False)  # noqa: SLF001
+    gate._leave(False)  # noqa: SLF001
+
+
+def test_a_nested_execution_keeps_the_mode_its_thread_holds(spark) -> None:  # noqa: ANN001
+    """A big execution inside a small one of the same thread would wait for itself."""
+    gate = sizing.SizingGate(spark)
+    with gate.running(spark.sql("select 1 as x")) as outer:
+        assert outer
+        with gate.running(spark.range(10 ** 9).toDF("id")) as inner:
+            assert inner
+    assert spark.conf.get(PARTITIONS) == gate._base[PARTITIONS]  # noqa: SLF001
