@@ -9,6 +9,7 @@ import pytest
 from oracle import duck_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
+from dbt.adapters.ducklake.spark.statement_sizing import MAX_BYTES_CONF
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.names import LakeName
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
@@ -51,7 +52,17 @@ def _files_sorted(lake, column: str, descending: bool = False) -> list[bool]:  #
     return out
 
 
-def test_sort_order_lands_with_the_first_data(engine, lake, duck, lake_target) -> None:  # noqa: ANN001
+@pytest.fixture
+def several_files(spark):  # noqa: ANN001, ANN201
+    """Spark's shuffle partitions even for these small writes (no small-statement sizing), so
+    a write makes several files whose key ranges can be compared."""
+    spark.conf.set(MAX_BYTES_CONF, "0")
+    yield
+    spark.conf.unset(MAX_BYTES_CONF)
+
+
+def test_sort_order_lands_with_the_first_data(engine, lake, duck, lake_target,  # noqa: ANN001
+                                              several_files) -> None:  # noqa: ANN001
     engine.expect_table_options(NAME, {"data_inlining_row_limit": 0})
     engine.expect_sorted_by(NAME, ["id"])
     engine.execute(f"CREATE OR REPLACE TABLE `main.t` AS {ROWS}")

@@ -572,9 +572,12 @@ def insert_rows(ctx: CommitContext, table: str, rows: Sequence[dict[str, Any]]) 
     if not rows:
         return
     cols = list(rows[0])
-    names = ", ".join(f'"{c}"' for c in cols)
-    marks = ", ".join(f":{c}" for c in cols)
-    ctx.conn.execute(text(f"INSERT INTO {ctx.t(table)} ({names}) VALUES ({marks})"), list(rows))
+    names = ", ".join(quote_name(c) for c in cols)
+    # Parameters by position: a column's name (an inlined table's columns are the user's,
+    # e.g. ``sum(amount)``) is not a valid bind-parameter name.
+    marks = ", ".join(f":p{i}" for i in range(len(cols)))
+    params = [{f"p{i}": row[c] for i, c in enumerate(cols)} for row in rows]
+    ctx.conn.execute(text(f"INSERT INTO {ctx.t(table)} ({names}) VALUES ({marks})"), params)
 
 
 def column_rows(
