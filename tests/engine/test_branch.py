@@ -1,0 +1,160 @@
+"""Atomic publish, the library part: a private branch of the catalog (``lake/branch.py``)
+written through the ordinary Python and SQL API, published as ONE snapshot
+(``lake/publish.py``, ``lake/replay.py``), with DuckDB on the real lake as the oracle."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from oracle import duck_rows, spark_rows
+
+from dbt.adapters.ducklake.lake.branch import Branch, branch_files, remove_stale
+from dbt.adapters.ducklake.lake.errors import CommitConflictError
+from dbt.adapters.ducklake.spark import SparkLake
+from dbt.adapters.ducklake.sql import Engine
+from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def branch(lake) -> Iterator[Branch]:  # noqa: ANN001
+    br = Branch.open(lake.catalog)
+    yield br
+    br.discard()
+
+
+def on(spark, catalog) -> tuple[SparkLake, Engine]:  # noqa: ANN001
+    """A SparkLake and a SQL engine over ``catalog`` (the branch's or the lake's)."""
+    lk = SparkLake(spark, catalog)
+    return lk, Engine(spark, lk, ViewRegistry(spark, lk))
+
+
+def run(engine: Engine, *statements: str) -> None:
+    for statement in statements:
+        engine.execute(statement)
+
+
+def parquet_files(root: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, names in os.walk(root) for f in names
+            if f.endswith(".parquet")}
+
+
+def read_all(engine: Engine, table: str) -> list[tuple[object, ...]]:
+    df = engine.execute(f"SELECT * FROM `{table}`").df
+    assert df is not None
+    return spark_rows(df)
+
+
+def duck_all(duck, table: str) -> list[tuple[object, ...]]:  # noqa: ANN001
+    return duck_rows(duck, f"SELECT * FROM lake.{table}")
+
+
+def snapshot_count(duck) -> int:  # noqa: ANN001
+    return duck.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0]
+
+
+def test_publish_is_one_snapshot_and_invisible_before(spark, lake, duck, branch):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.src` AS SELECT id, id * 2 AS v FROM range(100)",
+        "CREATE TABLE `main.old` AS SELECT id FROM range(5)")
+    branch.discard()
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng,
+        "CREATE TABLE `main.t` AS SELECT id, v FROM `main.src` WHERE id < 50",
+        "INSERT INTO `main.t` SELECT id, v FROM `main.src` WHERE id >= 90",
+        "INSERT INTO `main.src` SELECT 1000, 1",  # inlined
+        "DELETE FROM `main.src` WHERE id < 10",
+        "CREATE VIEW `main.v` AS SELECT id FROM `main.t` WHERE id > 40",
+        "DROP TABLE `main.old`")
+    expected = {name: read_all(eng, name) for name in ("main.t", "main.src", "main.v")}
+    before = snapshot_count(duck)
+    assert duck_rows(duck, "SELECT count(*) FROM lake.src") == [(100,)]
+    assert duck_rows(duck, "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                           "'lake' ORDER BY 1") == [("old",), ("src",)]
+    snap = br.publish(author="me", commit_message="build 1")
+    assert snap is not None
+    assert snapshot_count(duck) == before + 1
+    for name, rows in expected.items():
+        assert duck_all(duck, name.split(".")[1]) == rows, name
+    tid = lake.catalog.table("main", "t").table_id
+    src = lake.catalog.table("main", "src").table_id
+    tokens = snap.changes
+    assert f"inserted_into_table:{tid}" in tokens and 'created_table:"main"."t"' in tokens
+    assert f"inlined_delete:{src}" in tokens and f"inlined_insert:{src}" in tokens
+    assert 'created_view:"main"."v"' in tokens
+    assert any(t.startswith("dropped_table:") for t in tokens)
+    assert snap.author == "me" and snap.commit_message == "build 1"
+
+
+def test_discard_leaves_lake_and_no_files(spark, lake, duck, branch):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.src` AS SELECT id FROM range(100)")
+    branch.discard()
+    files_before = parquet_files(lake.catalog.data_path)
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "INSERT INTO `main.src` SELECT id FROM range(200, 300)",
+        "DELETE FROM `main.src` WHERE id < 50",
+        "CREATE TABLE `main.t` AS SELECT id FROM range(20)")
+    assert parquet_files(lake.catalog.data_path) != files_before
+    snaps = lake.catalog.latest_snapshot()
+    br.discard()
+    br.discard()
+    assert parquet_files(lake.catalog.data_path) == files_before
+    assert lake.catalog.latest_snapshot() == snaps
+    assert not os.path.exists(br.location)
+    assert duck_rows(duck, "SELECT count(*) FROM lake.src") == [(100,)]
+
+
+def test_nothing_changed_publishes_nothing(lake, branch):  # noqa: ANN001
+    before = lake.catalog.latest_snapshot()
+    assert branch.publish() is None
+    assert lake.catalog.latest_snapshot() == before
+
+
+def test_conflict_on_replaced_table(spark, lake, duck, branch):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.t` AS SELECT id FROM range(30)")
+    branch.discard()
+    files_before = parquet_files(lake.catalog.data_path)
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "INSERT OVERWRITE `main.t` SELECT id FROM range(100, 150)")
+    duck.execute("INSERT INTO lake.t SELECT range FROM range(500, 520)")
+    latest = lake.catalog.latest_snapshot()
+    written = branch_files(br.catalog, br.state)
+    assert written and all(os.path.exists(p) for p in written)
+    with pytest.raises(CommitConflictError, match=r"main\.t.*snapshot"):
+        br.publish()
+    assert lake.catalog.latest_snapshot() == latest
+    assert not any(os.path.exists(p) for p in written)
+    assert files_before <= parquet_files(lake.catalog.data_path)
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(50,)]
+
+
+def test_concurrent_append_elsewhere_lands(spark, lake, duck, branch):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.src` AS SELECT id FROM range(30)",
+        "CREATE TABLE `main.t` AS SELECT id FROM range(3)")
+    branch.discard()
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "INSERT INTO `main.t` SELECT id FROM `main.src`",
+        "CREATE TABLE `main.agg` AS SELECT count(*) AS n FROM `main.src`")
+    duck.execute("INSERT INTO lake.src SELECT range FROM range(500, 520)")
+    duck.execute("INSERT INTO lake.t SELECT range FROM range(900, 903)")
+    snap = br.publish()
+    assert snap is not None
+    assert duck_rows(duck, "SELECT count(*) FROM lake.src") == [(50,)]
+    assert duck_rows(duck, "SELECT count(*), count(DISTINCT rowid) FROM lake.t") == [(36, 36)]
+    assert duck_rows(duck, "SELECT n FROM lake.agg") == [(30,)]
+
+
+def test_remove_stale(lake):  # noqa: ANN001
+    br = Branch.open(lake.catalog)
+    assert remove_stale(lake.catalog) == []  # its owner (this process) is alive
+    br.discard()
