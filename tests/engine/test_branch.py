@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from oracle import duck_rows, spark_rows
+from sqlalchemy import text
 
 from dbt.adapters.ducklake.lake.branch import Branch, branch_files, remove_stale
 from dbt.adapters.ducklake.lake.errors import CommitConflictError
@@ -158,3 +159,100 @@ def test_remove_stale(lake):  # noqa: ANN001
     br = Branch.open(lake.catalog)
     assert remove_stale(lake.catalog) == []  # its owner (this process) is alive
     br.discard()
+
+
+# ------------------------------------------------------------------------------ the oracle
+BASE = (
+    "CREATE TABLE `main.facts` AS SELECT id, id % 7 AS k, CAST(id AS STRING) AS s "
+    "FROM range(200)",
+    "CREATE TABLE `main.dim` AS SELECT id, concat('d', id) AS name FROM range(20)",
+    "CREATE TABLE `main.small` AS SELECT 1 AS id, 'a' AS v",
+    "CREATE VIEW `main.vv` AS SELECT id FROM `main.dim` WHERE id < 5",
+    "CREATE TABLE `main.gone` AS SELECT 1 AS x",
+)
+BUILD = (
+    "INSERT INTO `main.facts` SELECT id, id % 7, 'new' FROM range(200, 260)",
+    "UPDATE `main.facts` SET s = 'upd' WHERE k = 3",
+    "DELETE FROM `main.facts` WHERE k = 5",
+    "DELETE FROM `main.facts` WHERE id IN (1, 2)",
+    "MERGE INTO `main.dim` t USING (SELECT id, concat('m', id) AS name FROM range(15, 25)) s "
+    "ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = s.name "
+    "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)",
+    "ALTER TABLE `main.dim` ADD COLUMNS (extra INT)",
+    "INSERT INTO `main.dim` SELECT 100, 'late', 7",
+    "INSERT INTO `main.small` SELECT 2, 'b'",
+    "DELETE FROM `main.small` WHERE id = 1",
+    "COMMENT ON TABLE `main.facts` IS 'the facts'",
+    "CREATE TABLE `main.fresh` AS SELECT id, id * 10 AS v FROM range(30)",
+    "INSERT INTO `main.fresh` SELECT 99, 990",
+    "UPDATE `main.fresh` SET v = -1 WHERE id = 0",
+    "DROP TABLE `main.gone`",
+    "CREATE OR REPLACE TABLE `main.vv` AS SELECT id FROM `main.dim` WHERE id < 3",
+    "CREATE VIEW `main.v2` AS SELECT k, count(*) AS n FROM `main.facts` GROUP BY k",
+    "CREATE TABLE `main.tmp` AS SELECT 1 AS x",
+    "DROP TABLE `main.tmp`",
+)
+RELATIONS = ("facts", "dim", "small", "fresh", "vv", "v2")
+
+
+@pytest.fixture
+def oracle_lake(spark, lake_target, tmp_path) -> Iterator[SparkLake]:  # noqa: ANN001
+    """A second, normal lake on the same backend, written statement by statement."""
+    kwargs: dict[str, object] = {}
+    if lake_target.backend == "sqlite":
+        catalog = f"sqlite:///{tmp_path / 'oracle.sqlite'}"
+    else:
+        catalog = lake_target.catalog
+        kwargs["metadata_schema"] = lake_target.metadata_schema + "_oracle"
+    lk = SparkLake.open(spark, catalog, str(tmp_path / "oracle_data") + "/", **kwargs)
+    yield lk
+    lk.close()
+    if lake_target.backend != "sqlite":
+        with lk.catalog.engine.connect() as conn, conn.begin():
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{kwargs["metadata_schema"]}" CASCADE'))
+
+
+def attach(duck, lk: SparkLake, alias: str) -> None:  # noqa: ANN001
+    cat = lk.catalog
+    if cat.dialect == "sqlite":
+        source = f"sqlite:{cat.target.sqlite_path}"
+        extra = ""
+    else:
+        source = "postgres:" + cat.target.display.removeprefix("postgres:")
+        extra = f", METADATA_SCHEMA '{cat.metadata_schema}'"
+    duck.execute(f"ATTACH 'ducklake:{source}' AS {alias} (DATA_PATH '{cat.data_path}'{extra})")
+
+
+def test_published_build_equals_the_same_writes_done_directly(
+        spark, lake, duck, oracle_lake):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    _, direct = on(spark, oracle_lake.catalog)
+    run(base, *BASE)
+    run(direct, *BASE, *BUILD)
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, *BUILD)
+    own = {name: read_all(eng, f"main.{name}") for name in RELATIONS}
+    before = lake.catalog.latest_snapshot()
+    assert duck_all(duck, "facts") == duck_rows(duck, "SELECT * FROM lake.facts AT "
+                                                      f"(VERSION => {before.snapshot_id})")
+    snap = br.publish()
+    assert snap is not None and snap.snapshot_id == before.snapshot_id + 1
+    assert lake.catalog.latest_snapshot().snapshot_id == snap.snapshot_id
+    attach(duck, oracle_lake, "oracle")
+    for name in RELATIONS:
+        published = duck_all(duck, name)
+        assert published == duck_rows(duck, f"SELECT * FROM oracle.{name}"), name
+        assert published == own[name], name
+    for alias in ("lake", "oracle"):  # answered from the table statistics
+        duck.execute(f"USE {alias}")
+    stats = "SELECT count(*), min(id), max(id), min(s), max(s) FROM {}.facts"
+    assert duck_rows(duck, stats.format("lake")) == duck_rows(duck, stats.format("oracle"))
+    kinds = duck_rows(duck, "SELECT DISTINCT change_type FROM ducklake_table_changes("
+                            f"'lake', 'main', 'facts', {snap.snapshot_id}, {snap.snapshot_id})")
+    assert ("update_postimage",) in kinds and ("delete",) in kinds  # row lineage kept
+    assert duck_rows(duck, "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' "
+                           "AND table_name = 'facts'") == [("the facts",)]
+    assert duck_rows(duck, "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                           "'lake' ORDER BY 1") == duck_rows(
+        duck, "SELECT table_name FROM duckdb_tables() WHERE database_name = 'oracle' ORDER BY 1")

@@ -68,6 +68,8 @@ def publish_branch(lake: Catalog, branch: Catalog, state: BaseState, author: str
     try:
         snapshot = tx.commit(author, commit_message, commit_extra_info)
     except CommitConflictError as exc:
+        if str(exc).startswith("cannot publish"):
+            raise
         raise CommitConflictError(_explain(lake, delta, tokens, exc)) from exc
     return snapshot, replays[-1].kept
 

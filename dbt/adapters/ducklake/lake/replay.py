@@ -110,6 +110,9 @@ class Replay:
         if any(parse_token(t)[0].split("_")[0] in ("created", "dropped", "altered")
                for t in tokens) or any(t.created and t.added for t in self.delta.inlined):
             ctx.bump_schema()
+        for row in self.delta.table_stats:  # before this commit moves next_row_id
+            if int(row["table_id"]) < self.delta.base.next_catalog_id:
+                self.shift(int(row["table_id"]))
         self.end_rows()
         for table, ids in CATALOG_ORDER:
             self.add_rows(table, ids)
