@@ -29,6 +29,7 @@ from conftest import (
     skip_or_fail_without_postgres,
 )
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt_common.exceptions import DbtRuntimeError
 from oracle import duck_rows, duckdb_connect
 from sqlalchemy import text
 
@@ -61,6 +62,22 @@ SNAPSHOT = """{% snapshot orders_snap %}
           check_cols=['amount3']) }}
 select * from {{ ref('orders_inc') }}
 {% endsnapshot %}"""
+# A model that, when the test asks (ATOMIC_TEST_CONFLICT holds DuckDB's ATTACH statement),
+# has DuckDB change `orders` while the build runs: a real conflict for the publish.
+CONFLICT = """import os
+
+
+def model(dbt, session):
+    attach = os.environ.get("ATOMIC_TEST_CONFLICT")
+    if attach:
+        from oracle import duckdb_connect
+
+        con = duckdb_connect()
+        con.execute(attach)
+        con.execute(f'UPDATE lake."{dbt.this.schema}".orders SET amount2 = -1 WHERE id = 1')
+        con.close()
+    return session.range(1)
+"""
 TEST = "select * from {{ ref('orders_inc') }} where amount3 < {{ var('min_amount', 0) }}"
 # DuckDB lists the view (stored in the Spark dialect) but cannot query it
 TABLES = ("raw_orders", "orders", "orders_inc", "events_copy", "py_orders")
@@ -87,6 +104,7 @@ class AtomicPublish:
     def models(self):  # noqa: ANN201
         return {"stg_orders.sql": STG, "orders.sql": ORDERS, "orders_inc.sql": ORDERS_INC,
                 "events_copy.sql": EVENTS_COPY, "py_orders.py": PYTHON,
+                "conflict.py": CONFLICT,
                 "sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
@@ -105,14 +123,18 @@ class AtomicPublish:
             self._creds = project.adapter.config.credentials
         return self._creds
 
-    def duck(self, project) -> Any:  # noqa: ANN001
+    def attach(self, project) -> str:  # noqa: ANN001
+        """DuckDB's statement attaching the lake as ``lake``."""
         creds = self.creds(project)
-        con = duckdb_connect()
         catalog = creds.catalog.replace("sqlite:///", "sqlite:")
         options = f"DATA_PATH '{creds.data_path}'"
         if creds.metadata_schema:
             options += f", METADATA_SCHEMA '{creds.metadata_schema}'"
-        con.execute(f"ATTACH 'ducklake:{catalog}' AS lake ({options})")
+        return f"ATTACH 'ducklake:{catalog}' AS lake ({options})"
+
+    def duck(self, project) -> Any:  # noqa: ANN001
+        con = duckdb_connect()
+        con.execute(self.attach(project))
         return con
 
     def lake_state(self, project) -> tuple[Any, ...]:  # noqa: ANN001
@@ -215,6 +237,30 @@ class AtomicPublish:
         assert self.contents(con, schema) == expected
         count = con.execute(f'SELECT count(*) FROM lake."{schema}".events').fetchone()[0]
         assert count == 5 + len(appended)
+
+        # maintenance inside an atomic invocation is refused, before it touches anything
+        state = self.lake_state(project)
+        _, out = run_dbt_and_capture(["run-operation", "ducklake_flush_inlined_data"],
+                                     expect_pass=False)
+        assert "is refused in an atomic invocation" in out
+        assert self.lake_state(project) == state
+
+        # a real conflict (DuckDB updates `orders`, which the build rebuilds) fails the
+        # publish: the lake holds DuckDB's update and nothing of the build
+        before = self.snapshot_rows(con)
+        os.environ["ATOMIC_TEST_CONFLICT"] = self.attach(project)
+        try:
+            with pytest.raises(DbtRuntimeError, match="atomic publish failed, nothing was "
+                                                      r"published: .*\.orders \(id \d+\) was "
+                                                      "changed by snapshot"):
+                run_dbt(["build", "--vars", "{round: 3}"], expect_pass=False)
+        finally:
+            del os.environ["ATOMIC_TEST_CONFLICT"]
+        after = self.snapshot_rows(con)
+        assert len(after) == len(before) + 1 and after[-1][1] is None  # DuckDB's only
+        expected["orders"] = [(1, "ann", -1) if r[0] == 1 else r for r in expected["orders"]]
+        assert self.contents(con, schema) == expected
+        self.lake_state(project)  # no branch left
         con.close()
 
     def _poll(self, project) -> tuple[list[Any], threading.Event]:  # noqa: ANN001
