@@ -256,3 +256,48 @@ def test_published_build_equals_the_same_writes_done_directly(
     assert duck_rows(duck, "SELECT table_name FROM duckdb_tables() WHERE database_name = "
                            "'lake' ORDER BY 1") == duck_rows(
         duck, "SELECT table_name FROM duckdb_tables() WHERE database_name = 'oracle' ORDER BY 1")
+
+
+# ------------------------------------------------------------------------ DuckDB as the writer
+DUCK_BASE = (
+    "CREATE TABLE {db}.src AS SELECT range AS id, range % 3 AS k FROM range(100)",
+    "CREATE TABLE {db}.other AS SELECT range AS id FROM range(50)",
+    "CREATE TABLE {db}.old AS SELECT 1 AS x",
+)
+DUCK_BUILD = (
+    "CREATE TABLE {db}.fresh AS SELECT range AS id FROM range(40)",
+    "INSERT INTO {db}.src VALUES (1000, 1)",
+    "DELETE FROM {db}.other WHERE id < 30",
+    "CREATE VIEW {db}.v AS SELECT id FROM {db}.src",
+    "DROP TABLE {db}.old",
+    "ALTER TABLE {db}.src ADD COLUMN extra INTEGER",
+    "COMMENT ON TABLE {db}.other IS 'c'",
+)
+
+
+def test_changes_made_match_one_duckdb_transaction(lake, duck, oracle_lake):  # noqa: ANN001
+    """DuckDB writes the branch (it is a real DuckLake catalog), statement by statement; the
+    published snapshot's changes_made equals DuckDB's for the same statements in ONE
+    transaction on a lake with the same history."""
+    attach(duck, oracle_lake, "oracle")
+    for statement in DUCK_BASE:
+        duck.execute(statement.format(db="lake"))
+        duck.execute(statement.format(db="oracle"))
+    br = Branch.open(lake.catalog)
+    attach(duck, SparkLake(lake.spark, br.catalog), "br")
+    for statement in DUCK_BUILD:
+        duck.execute(statement.format(db="br"))
+    duck.execute("DETACH br")
+    duck.execute("BEGIN")
+    for statement in DUCK_BUILD:
+        duck.execute(statement.format(db="oracle"))
+    duck.execute("COMMIT")
+    snap = br.publish()
+    assert snap is not None
+    theirs = oracle_lake.catalog.latest_snapshot()
+    assert (snap.snapshot_id, snap.schema_version, snap.next_catalog_id, snap.next_file_id) \
+        == (theirs.snapshot_id, theirs.schema_version, theirs.next_catalog_id,
+            theirs.next_file_id)
+    assert snap.changes_made == theirs.changes_made
+    for name in ("src", "other", "fresh", "v"):
+        assert duck_all(duck, name) == duck_rows(duck, f"SELECT * FROM oracle.{name}"), name

@@ -113,6 +113,7 @@ class Replay:
         for row in self.delta.table_stats:  # before this commit moves next_row_id
             if int(row["table_id"]) < self.delta.base.next_catalog_id:
                 self.shift(int(row["table_id"]))
+        self.allocate_entries()
         self.end_rows()
         for table, ids in CATALOG_ORDER:
             self.add_rows(table, ids)
@@ -139,6 +140,20 @@ class Replay:
                 continue
         for token in planned_tokens(self.delta, self.cat, self.file):
             ctx.change(TOKEN_ORDER.get(parse_token(token)[0], 6), token)
+
+    def allocate_entries(self) -> None:
+        """Ids for new schemas, then new tables and views, in DuckDB's order: schema by
+        schema, the entries of each in reverse order of creation (as DuckDB 1.5.5 commits a
+        transaction's catalog set; the branch's ids are in creation order)."""
+        for row in sorted(self.delta.added["ducklake_schema"], key=lambda r: r["schema_id"]):
+            self.new_cat(row["schema_id"])
+        first = self.delta.base.next_catalog_id
+        entries = [(self.cat(r["schema_id"]), -int(r[key]))
+                   for table, key in (("ducklake_table", "table_id"),
+                                      ("ducklake_view", "view_id"))
+                   for r in self.delta.added[table] if int(r[key]) >= first]
+        for _, negative in sorted(entries):
+            self.new_cat(-negative)
 
     def end_rows(self) -> None:
         ctx = self.ctx
@@ -425,7 +440,7 @@ class Replay:
             self.end_inlined(target, table)
             self.insert_inlined(target, target_id, table)
             changed.add(target_id)
-        if changed and not self.files:
+        if changed:
             ctx.file_id()  # DuckDB bumps next_file_id for inlined data (readers' caches)
 
     def end_inlined(self, target: str, table: InlinedTable) -> None:
