@@ -83,7 +83,7 @@ def completed(success: bool) -> Any:
 
 def test_a_passing_invocation_publishes_one_snapshot(lake: Catalog) -> None:
     before = lake.latest_snapshot().snapshot_id
-    gate = gate_with_writes(lake, "model.p.a", "seed.p.b")
+    gate = gate_with_writes(lake, "model.p.a", "seed.p.b", "create__c")
     for msg in (node("seed.p.b", "success", "seed"), node("model.p.a", "success"),
                 node("test.p.t", "warn", "test"), node("test.p.u", "pass", "test"),
                 node("exposure.p.x", "skipped", "exposure"), completed(True)):
@@ -96,7 +96,7 @@ def test_a_passing_invocation_publishes_one_snapshot(lake: Catalog) -> None:
     assert published[0].commit_message == (
         f"dbt build: atomic publish of 2 node(s) (invocation {gate.invocation_id})")
     assert published[0].author == "tester"
-    assert {s.schema_name for s in lake.schemas()} >= {"a", "b"}
+    assert {s.schema_name for s in lake.schemas()} >= {"a", "b", "create__c"}
 
 
 def hook_error() -> Any:

@@ -170,7 +170,8 @@ def _command_error(exc: DbtRuntimeError) -> BaseException:
 
 
 def published_nodes(catalog: Any, base: int) -> list[str]:
-    """The dbt nodes whose statements committed on the branch since ``base``, sorted."""
+    """The dbt nodes whose statements committed on the branch since ``base``, sorted: unique
+    ids (``model.shop.orders``), not dbt's own connections (``create__shop``, ``master``)."""
     nodes = set()
     for snapshot in catalog.snapshots(since=base):
         try:
@@ -178,7 +179,7 @@ def published_nodes(catalog: Any, base: int) -> list[str]:
         except ValueError:
             continue
         node = extra.get("node_unique_id") if isinstance(extra, dict) else None
-        if node:
+        if node and "." in str(node):
             nodes.add(str(node))
     return sorted(nodes)
 
