@@ -191,8 +191,14 @@ BUILD = (
     "CREATE VIEW `main.v2` AS SELECT k, count(*) AS n FROM `main.facts` GROUP BY k",
     "CREATE TABLE `main.tmp` AS SELECT 1 AS x",
     "DROP TABLE `main.tmp`",
+    "CREATE TABLE `main.parts` PARTITIONED BY (k) AS SELECT id, CAST(id % 3 AS STRING) AS k "
+    "FROM range(40)",
+    "INSERT INTO `main.parts` SELECT id, 'x' FROM range(40, 60)",
+    "CREATE TABLE `main.nested` AS SELECT id, array(id, id + 1) AS l, map('k', id) AS m, "
+    "named_struct('a', id, 'b', CAST(id AS STRING)) AS st FROM range(25)",
+    "ALTER TABLE `main.dim` RENAME COLUMN name TO label",
 )
-RELATIONS = ("facts", "dim", "small", "fresh", "vv", "v2")
+RELATIONS = ("facts", "dim", "small", "fresh", "vv", "v2", "parts", "nested")
 
 
 @pytest.fixture
@@ -301,3 +307,20 @@ def test_changes_made_match_one_duckdb_transaction(lake, duck, oracle_lake):  # 
     assert snap.changes_made == theirs.changes_made
     for name in ("src", "other", "fresh", "v"):
         assert duck_all(duck, name) == duck_rows(duck, f"SELECT * FROM oracle.{name}"), name
+
+
+def test_delete_racing_a_concurrent_insert_is_a_conflict(spark, lake, duck):  # noqa: ANN001
+    """A DELETE in a branch cannot be re-planned at publish against rows others inserted
+    meanwhile into the same table: the publish fails, naming the table and the snapshot."""
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.t` AS SELECT id FROM range(100)")
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "DELETE FROM `main.t` WHERE id < 50")
+    duck.execute("INSERT INTO lake.t VALUES (1000)")
+    other = lake.catalog.latest_snapshot().snapshot_id
+    with pytest.raises(CommitConflictError,
+                       match=rf"table main\.t .*snapshot {other}.*re-planned"):
+        br.publish()
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(101,)]
+    assert lake.catalog.latest_snapshot().snapshot_id == other

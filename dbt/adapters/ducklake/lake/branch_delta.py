@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 from .catalog import Catalog, checked_inlined_table, join_path
 from .conflicts import parse_token, quote_name
 from .errors import InvalidArgumentError
+from .inlining.rows import _columns_of_version
 from .models import Snapshot, split_changes
 
 
@@ -80,6 +81,7 @@ class InlinedTable:
     schema_version: int
     created: bool  # by the branch (else it existed at the base)
     columns: tuple[str, ...]
+    column_ids: tuple[int, ...]  # of ``columns``: the table's columns at that schema version
     added: list[Row]
     ended_row_ids: list[tuple[int, int]]  # (row id, begin_snapshot) of base rows
 
@@ -191,14 +193,15 @@ def _inlined_tables(branch: Catalog, conn: Connection, state: BaseState) -> list
         source = branch.t(info.table_name)
         columns = tuple(c for c in conn.execute(text(f"SELECT * FROM {source} LIMIT 0")).keys()
                         if c not in ("row_id", "begin_snapshot", "end_snapshot"))
+        ids = tuple(c.column_id for c in _columns_of_version(branch, conn, info))
         added = _rows(conn, f"SELECT * FROM {source} WHERE begin_snapshot > :b AND "
                             "end_snapshot IS NULL ORDER BY row_id", {"b": b})
         ended = [(int(r[0]), int(r[1])) for r in conn.execute(text(
             f"SELECT row_id, begin_snapshot FROM {source} WHERE begin_snapshot <= :b AND "
             "end_snapshot > :b ORDER BY row_id"), {"b": b}).all()]
         out.append(InlinedTable(info.table_id, info.table_name, info.schema_version,
-                                info.table_name not in state.inlined_tables, columns, added,
-                                ended))
+                                info.table_name not in state.inlined_tables, columns, ids,
+                                added, ended))
     return out
 
 

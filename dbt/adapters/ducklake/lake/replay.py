@@ -26,7 +26,7 @@ from .conflicts import parse_token, quote_name
 from .delete_files import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 from .errors import CommitConflictError, InvalidArgumentError
 from .inlining.rows import create_inlined_table
-from .models import FileColumnStats, TableColumnStats
+from .models import ColumnInfo, FileColumnStats, TableColumnStats
 from .stats import widen_table_column_stats
 from .types import LakeType
 
@@ -401,20 +401,11 @@ class Replay:
     # ------------------------------------------------------------------ inlined rows
     def inlined_tables(self) -> None:
         """The inlined-data table each table the branch created or altered writes to, for
-        the published schema version (DuckDB makes one per schema change)."""
-        latest: dict[int, InlinedTable] = {}
-        for table in self.delta.inlined:
-            if table.created:
-                earlier = latest.get(table.table_id)
-                if earlier is not None and earlier.added:
-                    raise InvalidArgumentError(
-                        f"the branch inlined rows into table id {table.table_id} and then "
-                        "changed its columns; publishing both in one snapshot is not "
-                        "supported. Write more than data_inlining_row_limit rows, or "
-                        "publish before the change. Nothing was committed.")
-                latest[table.table_id] = table
-        self.targets: dict[str, str] = {}
-        for table_id, table in latest.items():
+        the published schema version (DuckDB makes one per schema change). Rows the branch
+        inlined under an earlier schema of its own move there, column by column id."""
+        created = sorted({t.table_id for t in self.delta.inlined if t.created})
+        self.targets: dict[str, tuple[str, dict[int, ColumnInfo]]] = {}
+        for table_id in created:
             try:
                 target = self.cat(table_id)
             except Dead:
@@ -424,7 +415,11 @@ class Replay:
                 raise InvalidArgumentError(
                     f"table id {table_id}'s rows cannot be inlined in this catalog; "
                     "nothing was committed")
-            self.targets[table.table_name] = made.table_name
+            columns = self.ctx.lake.columns(target, self.ctx.snapshot_id, self.ctx.conn)
+            for other in self.delta.inlined:
+                if other.created and other.table_id == table_id:
+                    self.targets[other.table_name] = (
+                        made.table_name, {c.column_id: c for c in columns})
 
     def inlined_rows(self) -> None:
         ctx = self.ctx
@@ -434,11 +429,16 @@ class Replay:
                 target_id = self.cat(table.table_id)
             except Dead:
                 continue
-            target = self.targets.get(table.table_name) if table.created else table.table_name
-            if target is None or (not table.added and not table.ended_row_ids):
+            if not table.added and not table.ended_row_ids:
                 continue
+            target, names = table.table_name, dict(zip(table.columns, table.columns))
+            if table.created:
+                if table.table_name not in self.targets:
+                    continue
+                target, columns = self.targets[table.table_name]
+                names = _renamed(table, columns)
             self.end_inlined(target, table)
-            self.insert_inlined(target, target_id, table)
+            self.insert_inlined(target, target_id, table, names)
             changed.add(target_id)
         if changed:
             ctx.file_id()  # DuckDB bumps next_file_id for inlined data (readers' caches)
@@ -455,25 +455,28 @@ class Replay:
                     f"{table.table_id} was deleted by another transaction meanwhile. "
                     "Nothing was published.")
 
-    def insert_inlined(self, target: str, target_id: int, table: InlinedTable) -> None:
+    def insert_inlined(self, target: str, target_id: int, table: InlinedTable,
+                       names: dict[str, str]) -> None:
         if not table.added:
             return
         ctx = self.ctx
         first = self.base_next_row_id(table.table_id)
         is_base = table.table_id < self.delta.base.next_catalog_id
         shift = self.shift(table.table_id) if is_base else 0
-        names = ", ".join(quote_name(c) for c in table.columns)
+        sources = ", ".join(quote_name(c) for c in names)
+        targets = ", ".join(quote_name(c) for c in names.values())
         if ctx.lake.dialect == "postgresql":
             source = self.delta.branch_prefix + quote_name(table.table_name)
             ctx.exec(f"INSERT INTO {ctx.t(target)} (row_id, begin_snapshot, end_snapshot, "
-                     f"{names}) SELECT CASE WHEN row_id >= :first THEN row_id + :shift ELSE "
-                     f"row_id END, :s, NULL, {names} FROM {source} WHERE begin_snapshot > :b "
+                     f"{targets}) SELECT CASE WHEN row_id >= :first THEN row_id + :shift ELSE "
+                     f"row_id END, :s, NULL, {sources} FROM {source} WHERE begin_snapshot > :b "
                      "AND end_snapshot IS NULL",
                      {"first": first, "shift": shift, "s": ctx.snapshot_id,
                       "b": self.delta.base.snapshot_id})
             return
-        rows = [{**r, "row_id": r["row_id"] + shift if r["row_id"] >= first else r["row_id"],
-                 "begin_snapshot": ctx.snapshot_id} for r in table.added]
+        rows = [{**{new: r[old] for old, new in names.items()},
+                 "row_id": r["row_id"] + shift if r["row_id"] >= first else r["row_id"],
+                 "begin_snapshot": ctx.snapshot_id, "end_snapshot": None} for r in table.added]
         insert_rows(ctx, target, rows)
 
     # ------------------------------------------------------------------ options
@@ -495,6 +498,22 @@ class Replay:
                      + _scope_match(scope, target), _scope_params(key, scope, target))
             ctx.exec(f"INSERT INTO {ctx.t('ducklake_metadata')} VALUES (:k, :v, :sc, :id)",
                      {"k": key, "v": value, "sc": scope, "id": target})
+
+
+def _renamed(table: InlinedTable, final: dict[int, ColumnInfo]) -> dict[str, str]:
+    """The inlined table's column names -> the published inlined table's, by column id.
+    A column the branch added later reads as its ``initial_default`` in DuckDB; only a NULL
+    one can be left out here."""
+    names = {old: final[cid].column_name for old, cid in zip(table.columns, table.column_ids)
+             if cid in final}
+    missing = [c for cid, c in final.items() if cid not in table.column_ids and
+               c.parent_column is None and c.initial_default is not None]
+    if missing and table.added:
+        raise InvalidArgumentError(
+            f"the branch inlined rows into table id {table.table_id} before adding the column "
+            f"{missing[0].column_name!r} with a default; publishing both in one snapshot is "
+            "not supported. Nothing was committed.")
+    return names
 
 
 def _scope_match(scope: Any, scope_id: Any) -> str:
