@@ -4,6 +4,7 @@ written through the ordinary Python and SQL API, published as ONE snapshot
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterator
 
@@ -324,3 +325,23 @@ def test_delete_racing_a_concurrent_insert_is_a_conflict(spark, lake, duck):  # 
         br.publish()
     assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(101,)]
     assert lake.catalog.latest_snapshot().snapshot_id == other
+
+
+def test_remove_stale_drops_copies_of_dead_or_old_owners(lake):  # noqa: ANN001
+    """A copy whose owner process is gone is stale at once; one owned by another host only
+    after ``older_than``; a live owner's copy stays."""
+    live, dead, foreign = (Branch.open(lake.catalog) for _ in range(3))
+    owner_table = (f'"{dead.location}".ducklake_branch_owner'
+                   if lake.catalog.dialect != "sqlite" else "ducklake_branch_owner")
+    for br, sql in ((dead, f"UPDATE {owner_table} SET pid = 999999999"),
+                    (foreign, f"UPDATE {owner_table.replace(dead.location, foreign.location)} "
+                              "SET host = 'elsewhere'")):
+        with br.catalog.engine.connect() as conn, conn.begin():
+            conn.execute(text(sql))
+    assert remove_stale(lake.catalog) == [dead.location]
+    assert remove_stale(lake.catalog, older_than=datetime.timedelta(0)) == [foreign.location]
+    assert remove_stale(lake.catalog) == []
+    live.publish()
+    assert remove_stale(lake.catalog, older_than=datetime.timedelta(0)) == []
+    for br in (dead, foreign):
+        br.catalog.close()
