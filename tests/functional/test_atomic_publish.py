@@ -5,8 +5,10 @@ One project (a seed, a view, a table, an incremental merge model, a snapshot, a 
 a model over a source DuckDB writes, and a data test) is built per model into one schema (the
 environment variable overriding the profile's ``atomic``), then atomically into another: a
 failing test and a failing model publish nothing while a DuckDB reader polls, two passing
-builds publish exactly one snapshot each, equal to the per-model build, while DuckDB appends
-to the source.
+builds publish exactly one snapshot each, equal to the per-model build (the second one turns
+the view into a table, adds a column, merges and records snapshot changes), while DuckDB
+appends to the source; maintenance is refused; and a DuckDB write to a model's table during
+a build fails its publish cleanly.
 """
 
 from __future__ import annotations
@@ -38,9 +40,13 @@ from dbt.adapters.ducklake.lake import Catalog
 pytestmark = [pytest.mark.spark]
 
 SEED = "id,customer,amount\n1,ann,10\n2,bob,20\n3,cid,30\n4,ann,40\n"
-STG = "{{ config(materialized='view') }} select * from {{ ref('raw_orders') }}"
+# the second round turns the view into a table and adds a column to a table
+STG = """{{ config(materialized='view' if var('round', 1) == 1 else 'table') }}
+select * from {{ ref('raw_orders') }}"""
 ORDERS = """{{ config(materialized='table') }}
-select id, customer, amount * {{ var('factor', 2) }} as amount2 from {{ ref('stg_orders') }}"""
+select id, customer, amount * {{ var('factor', 2) }} as amount2
+       {%- if var('round', 1) > 1 %}, amount as amount1{% endif %}
+from {{ ref('stg_orders') }}"""
 ORDERS_INC = """{{ config(materialized='incremental', unique_key='id',
                           incremental_strategy='merge') }}
 select id, customer, amount2 + {{ var('round', 1) }} as amount3 from {{ ref('orders') }}"""
@@ -79,8 +85,8 @@ def model(dbt, session):
     return session.range(1)
 """
 TEST = "select * from {{ ref('orders_inc') }} where amount3 < {{ var('min_amount', 0) }}"
-# DuckDB lists the view (stored in the Spark dialect) but cannot query it
-TABLES = ("raw_orders", "orders", "orders_inc", "events_copy", "py_orders")
+# as of the second round (stg_orders a table by then)
+TABLES = ("raw_orders", "stg_orders", "orders", "orders_inc", "events_copy", "py_orders")
 CATALOG_TABLES = ("ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema",
                   "ducklake_table", "ducklake_view", "ducklake_column", "ducklake_data_file",
                   "ducklake_delete_file", "ducklake_table_stats")
@@ -194,6 +200,8 @@ class AtomicPublish:
             del os.environ["DUCKLAKE_PUBLISH"]
         assert len(self.snapshot_rows(con)) - before > 10
         expected = self.contents(con, other)
+        assert ("stg_orders", "BASE TABLE") in expected["relations"]
+        assert len(expected["orders"][0]) == 4  # amount1 added in the second round
 
         # (1) + (3) a failing data test publishes nothing, and a reader never sees a thing
         state = self.lake_state(project)
@@ -258,7 +266,8 @@ class AtomicPublish:
             del os.environ["ATOMIC_TEST_CONFLICT"]
         after = self.snapshot_rows(con)
         assert len(after) == len(before) + 1 and after[-1][1] is None  # DuckDB's only
-        expected["orders"] = [(1, "ann", -1) if r[0] == 1 else r for r in expected["orders"]]
+        expected["orders"] = [(1, "ann", -1, 10) if r[0] == 1 else r
+                              for r in expected["orders"]]
         assert self.contents(con, schema) == expected
         self.lake_state(project)  # no branch left
         con.close()
