@@ -279,6 +279,12 @@ DUCK_BUILD = (
     "DROP TABLE {db}.old",
     "ALTER TABLE {db}.src ADD COLUMN extra INTEGER",
     "COMMENT ON TABLE {db}.other IS 'c'",
+    "CREATE SCHEMA {db}.s2",
+    "CREATE TABLE {db}.s2.t AS SELECT range AS id, 'x' AS s FROM range(20)",
+    "CREATE VIEW {db}.s2.w AS SELECT 1 AS one",
+    "ALTER TABLE {db}.fresh SET PARTITIONED BY (id)",
+    "CREATE MACRO {db}.main.add1(a) AS a + 1",
+    "UPDATE {db}.src SET k = 9 WHERE id < 5",
 )
 
 
@@ -306,7 +312,7 @@ def test_changes_made_match_one_duckdb_transaction(lake, duck, oracle_lake):  # 
         == (theirs.snapshot_id, theirs.schema_version, theirs.next_catalog_id,
             theirs.next_file_id)
     assert snap.changes_made == theirs.changes_made
-    for name in ("src", "other", "fresh", "v"):
+    for name in ("src", "other", "fresh", "v", "s2.t", "s2.w"):
         assert duck_all(duck, name) == duck_rows(duck, f"SELECT * FROM oracle.{name}"), name
 
 

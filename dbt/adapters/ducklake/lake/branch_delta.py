@@ -22,7 +22,7 @@ from .catalog import Catalog, checked_inlined_table, join_path
 from .conflicts import parse_token, quote_name
 from .errors import InvalidArgumentError
 from .inlining.rows import _columns_of_version
-from .models import Snapshot, split_changes
+from .models import Snapshot, parse_quoted_name, split_changes
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ class Delta:
     branch_tokens: list[str] = field(default_factory=list)
     table_dirs: dict[int, str] = field(default_factory=dict)
     schema_names: dict[int, str] = field(default_factory=dict)  # every schema id's last name
+    # catalog table -> (id, schema id, name) of every entry row the branch began
+    entries: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
     dialect: str = "sqlite"
     branch_prefix: str = ""
 
@@ -150,6 +152,12 @@ def read_delta(branch: Catalog, state: BaseState) -> Delta:
         delta.inlined = _inlined_tables(branch, conn, state)
         delta.inlined_deletes = _inlined_deletes(branch, conn, b)
         delta.table_dirs = table_dirs(branch, conn)
+        for table, key, name in (("ducklake_table", "table_id", "table_name"),
+                                 ("ducklake_view", "view_id", "view_name"),
+                                 ("ducklake_macro", "macro_id", "macro_name")):
+            delta.entries[table] = [(int(r[0]), int(r[1]), str(r[2])) for r in conn.execute(
+                text(f"SELECT {key}, schema_id, {name} FROM {t(table)} "
+                     "WHERE begin_snapshot > :b"), {"b": b.snapshot_id}).tuples()]
         delta.schema_names = {int(r[0]): str(r[1]) for r in conn.execute(text(
             f"SELECT schema_id, schema_name FROM {t('ducklake_schema')} "
             "ORDER BY begin_snapshot")).all()}
@@ -256,7 +264,6 @@ def planned_tokens(delta: Delta, cat: Callable[[Any], Any], file: Callable[[Any]
     """The ``changes_made`` tokens of the collapsed change set, as one DuckDB transaction
     writes them, with ids mapped by ``cat``; objects created and dropped in the branch leave
     none. ``dry``: ids may not be allocated yet (only the kinds matter)."""
-    first_cat = delta.base.next_catalog_id
     first_file = delta.base.next_file_id
     out: list[str] = []
 
@@ -286,42 +293,60 @@ def planned_tokens(delta: Delta, cat: Callable[[Any], Any], file: Callable[[Any]
         add("inlined_delete", tid)
     dropped = {int(r["table_id"]) for r in delta.ended["ducklake_table"]} - {
         int(r["table_id"]) for r in delta.added["ducklake_table"]}
+    dropped |= {int(r["view_id"]) for r in delta.ended["ducklake_view"]} - {
+        int(r["view_id"]) for r in delta.added["ducklake_view"]}
     for token in delta.branch_tokens:
         kind, value = parse_token(token)
         if kind in ("altered_table", "altered_view") and value.isdigit() and \
-                int(value) < first_cat and int(value) not in dropped:
+                int(value) not in dropped:
             add(kind, int(value))
     return list(dict.fromkeys(out))
 
 
 def _entry_tokens(delta: Delta, add: Callable[[str, Any], None]) -> None:
-    """Created and dropped schemas, tables, views and macros."""
-    names = {int(r["schema_id"]): r["schema_name"] for rows in (
-        delta.ended["ducklake_schema"], delta.added["ducklake_schema"]) for r in rows}
-    names = {**delta.schema_names, **names}
-    for kind, table, key, name in (("schema", "ducklake_schema", "schema_id", "schema_name"),
-                                   ("table", "ducklake_table", "table_id", "table_name"),
-                                   ("view", "ducklake_view", "view_id", "view_name")):
-        added = delta.added[table]
-        live = {int(r[key]) for r in added}
+    """Dropped schemas, tables, views and macros; then the created ones in the order the
+    branch created them (DuckDB writes a transaction's creations in statement order, a
+    renamed new table under both names), leaving out what the branch dropped again."""
+    for kind, table, key in (("schema", "ducklake_schema", "schema_id"),
+                             ("table", "ducklake_table", "table_id"),
+                             ("view", "ducklake_view", "view_id")):
+        live = {int(r[key]) for r in delta.added[table]}
         for row in delta.ended[table]:
             if int(row[key]) not in live:
                 add(f"dropped_{kind}", int(row[key]))
-        for row in added:
-            if kind == "schema":
-                add("created_schema", quote_name(row[name]))
-            else:
-                schema = names.get(int(row["schema_id"]), "main")
-                add(f"created_{kind}", f"{quote_name(schema)}.{quote_name(row[name])}")
-    impl = {int(r["macro_id"]): r["type"] for r in delta.children["ducklake_macro_impl"]}
-    live_macros = {int(r["macro_id"]) for r in delta.added["ducklake_macro"]}
-    for row in delta.ended["ducklake_macro"]:
-        if int(row["macro_id"]) not in live_macros:
-            add("dropped_scalar_macro", int(row["macro_id"]))
-    for row in delta.added["ducklake_macro"]:
-        kind = "table" if impl.get(int(row["macro_id"])) == "table" else "scalar"
-        schema = names.get(int(row["schema_id"]), "main")
-        add(f"created_{kind}_macro", f"{quote_name(schema)}.{quote_name(row['macro_name'])}")
+    gone = {int(r["macro_id"]) for r in delta.ended["ducklake_macro"]} - {
+        int(r["macro_id"]) for r in delta.added["ducklake_macro"]}
+    for token in delta.branch_tokens:
+        kind, value = parse_token(token)
+        if kind in ("dropped_scalar_macro", "dropped_table_macro") and value.isdigit() and \
+                int(value) in gone:
+            add(kind, int(value))
+    for token in delta.branch_tokens:
+        kind, value = parse_token(token)
+        if kind.startswith("created_") and _survives(delta, kind, value):
+            add(kind, value)
+
+
+_ENTRY_TABLES = {"created_table": ("ducklake_table", "table_id"),
+                 "created_view": ("ducklake_view", "view_id"),
+                 "created_scalar_macro": ("ducklake_macro", "macro_id"),
+                 "created_table_macro": ("ducklake_macro", "macro_id")}
+
+
+def _survives(delta: Delta, kind: str, value: str) -> bool:
+    """Whether the entry a ``created_*`` token of the branch names is live at its end."""
+    schema, pos = parse_quoted_name(value)
+    if kind == "created_schema":
+        return any(r["schema_name"] == schema for r in delta.added["ducklake_schema"])
+    if kind not in _ENTRY_TABLES:
+        return False
+    name = value[pos + 1:]
+    name = parse_quoted_name(name)[0] if name.startswith('"') else name
+    table, key = _ENTRY_TABLES[kind]
+    live = {int(r[key]) for r in delta.added[table]}
+    return any(entry_id in live and delta.schema_names.get(schema_id) == schema
+               and entry_name == name for entry_id, schema_id, entry_name in
+               delta.entries.get(table, ()))
 
 
 # ---------------------------------------------------------------------------------- base

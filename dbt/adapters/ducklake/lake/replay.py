@@ -138,22 +138,27 @@ class Replay:
                 ctx.schema_version_rows.append(self.cat(tid))
             except Dead:
                 continue
-        for token in planned_tokens(self.delta, self.cat, self.file):
+        for token in sorted(planned_tokens(self.delta, self.cat, self.file), key=_token_key):
             ctx.change(TOKEN_ORDER.get(parse_token(token)[0], 6), token)
 
     def allocate_entries(self) -> None:
-        """Ids for new schemas, then new tables and views, in DuckDB's order: schema by
-        schema, the entries of each in reverse order of creation (as DuckDB 1.5.5 commits a
-        transaction's catalog set; the branch's ids are in creation order)."""
+        """Ids for new schemas, tables, views and macros in DuckDB 1.5.5's order for one
+        transaction (observed): new schemas first; then schema by schema, the schema whose
+        first new entry came last first, each schema's new tables and views in reverse order
+        of creation; macros after them. The branch's ids are in creation order."""
         for row in sorted(self.delta.added["ducklake_schema"], key=lambda r: r["schema_id"]):
             self.new_cat(row["schema_id"])
         first = self.delta.base.next_catalog_id
-        entries = [(self.cat(r["schema_id"]), -int(r[key]))
-                   for table, key in (("ducklake_table", "table_id"),
-                                      ("ducklake_view", "view_id"))
-                   for r in self.delta.added[table] if int(r[key]) >= first]
-        for _, negative in sorted(entries):
-            self.new_cat(-negative)
+        for tables in ((("ducklake_table", "table_id"), ("ducklake_view", "view_id")),
+                       (("ducklake_macro", "macro_id"),)):
+            by_schema: dict[int, list[int]] = {}
+            for table, key in tables:
+                for r in self.delta.added[table]:
+                    if int(r[key]) >= first:
+                        by_schema.setdefault(int(r["schema_id"]), []).append(int(r[key]))
+            for ids in sorted(by_schema.values(), key=lambda ids: -min(ids)):
+                for entry in sorted(ids, reverse=True):
+                    self.new_cat(entry)
 
     def end_rows(self) -> None:
         ctx = self.ctx
@@ -498,6 +503,13 @@ class Replay:
                      + _scope_match(scope, target), _scope_params(key, scope, target))
             ctx.exec(f"INSERT INTO {ctx.t('ducklake_metadata')} VALUES (:k, :v, :sc, :id)",
                      {"k": key, "v": value, "sc": scope, "id": target})
+
+
+def _token_key(token: str) -> tuple[int, int]:
+    """DuckDB's order: by kind, ids ascending within a kind; names (``created_*``) keep the
+    order of creation (the sort is stable)."""
+    kind, value = parse_token(token)
+    return TOKEN_ORDER.get(kind, 6), int(value) if value.isdigit() else 0
 
 
 def _renamed(table: InlinedTable, final: dict[int, ColumnInfo]) -> dict[str, str]:
