@@ -351,3 +351,20 @@ def test_remove_stale_drops_copies_of_dead_or_old_owners(lake):  # noqa: ANN001
     assert remove_stale(lake.catalog, older_than=datetime.timedelta(0)) == []
     for br in (dead, foreign):
         br.catalog.close()
+
+
+def test_concurrent_delete_from_the_same_file_is_a_conflict(spark, lake, duck):  # noqa: ANN001
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.t` AS SELECT id FROM range(100)",
+        "CREATE TABLE `main.u` AS SELECT id FROM range(10)")
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "DELETE FROM `main.t` WHERE id % 2 = 0", "INSERT INTO `main.u` SELECT 10")
+    duck.execute("DELETE FROM lake.t WHERE id % 3 = 0")  # every data file, as the branch
+    latest = lake.catalog.latest_snapshot()
+    with pytest.raises(CommitConflictError,
+                       match=rf"snapshot {latest.snapshot_id} deleted rows .* main\.t"):
+        br.publish()
+    assert lake.catalog.latest_snapshot() == latest
+    assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(66,)]
+    assert duck_rows(duck, "SELECT count(*) FROM lake.u") == [(10,)]

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from .branch_delta import BaseState, Delta, planned_tokens, read_delta
-from .catalog import Catalog
+from .catalog import Catalog, in_list
 from .commit import Transaction
 from .conflicts import find_conflict, parse_token
 from .errors import CommitConflictError
@@ -102,7 +102,32 @@ def _explain(lake: Catalog, delta: Delta, tokens: Sequence[str],
                         "published and the branch's files were removed; rerun on the new "
                         "state. A DELETE, UPDATE or MERGE in a branch cannot be re-planned "
                         "at publish against rows others inserted meanwhile.")
+        overlap = _deleted_meanwhile(lake, conn, delta)
+        if overlap is not None:
+            table_id, sid = overlap
+            name = _object_name(lake, conn, f"table:{table_id}", delta.base.snapshot_id)
+            return (f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): "
+                    f"snapshot {sid} deleted rows from a data file of {name} that the branch "
+                    "deletes from too. Nothing was published and the branch's files were "
+                    "removed; rerun on the new state.")
     return f"cannot publish the branch: {exc}"
+
+
+def _deleted_meanwhile(lake: Catalog, conn: Connection,
+                       delta: Delta) -> tuple[int, int] | None:
+    """(table id, snapshot) of another writer's delete from a data file the branch deletes
+    from (a delete file, or the file's end)."""
+    files = _base_files_deleted_from(delta)
+    if not files:
+        return None
+    marks, params = in_list(files, "d")
+    params["b"] = delta.base.snapshot_id
+    row = conn.execute(text(
+        f"SELECT table_id, begin_snapshot FROM {lake.t('ducklake_delete_file')} WHERE "
+        f"data_file_id IN ({marks}) AND begin_snapshot > :b UNION ALL "
+        f"SELECT table_id, end_snapshot FROM {lake.t('ducklake_data_file')} WHERE "
+        f"data_file_id IN ({marks}) AND end_snapshot > :b ORDER BY 2 LIMIT 1"), params).first()
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 def _object_name(lake: Catalog, conn: Connection, token: str, at: int) -> str:
