@@ -272,6 +272,70 @@ class AtomicPublish:
         self.lake_state(project)  # no branch left
         con.close()
 
+    @pytest.mark.slow
+    def test_ctrl_c_publishes_nothing(self, project):  # noqa: ANN001
+        """A real Ctrl-C (SIGINT to a `dbt build` process) once the build has staged a write:
+        dbt ends the command unsuccessfully, the branch is discarded, the lake is as before."""
+        import signal
+        import subprocess
+        import sys
+        import time
+
+        from reliability.support import child_env
+
+        self.creds(project)
+        state = self.lake_state(project)
+        base = self._catalog_snapshots(project)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir",
+             project.project_root, "--profiles-dir", project.profiles_dir, "--vars",
+             "{round: 5}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=child_env())
+        try:
+            deadline = time.monotonic() + 600  # a guard against a hang, not a measurement
+            while self._branch_snapshots(project) <= len(base):
+                assert proc.poll() is None, proc.communicate()[0][-3000:]
+                assert time.monotonic() < deadline, "the build staged nothing"
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGINT)
+            out = proc.communicate(timeout=600)[0]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode != 0, out[-3000:]
+        assert "Atomic publish: nothing published" in out, out[-3000:]
+        assert self.lake_state(project) == state
+
+    def _branch_snapshots(self, project) -> int:  # noqa: ANN001
+        """How many snapshots the build's branch holds (0 before it exists)."""
+        import sqlite3
+
+        creds = self.creds(project)
+        lake = Catalog.open(creds.catalog, metadata_schema=creds.metadata_schema)
+        try:
+            if lake.dialect == "sqlite":
+                path = lake.target.sqlite_path
+                for copy in glob.glob(f"{os.path.dirname(path)}/.*branch-*.sqlite"):
+                    try:
+                        with sqlite3.connect(copy, timeout=1) as conn:
+                            return int(conn.execute(
+                                "SELECT count(*) FROM ducklake_snapshot").fetchone()[0])
+                    except sqlite3.Error:
+                        continue  # a copy being made or dropped
+                return 0
+            with lake.engine.connect() as conn:
+                for (schema,) in conn.execute(text(
+                        "SELECT schema_name FROM information_schema.schemata WHERE "
+                        "schema_name LIKE :p"), {"p": f"{creds.metadata_schema}__branch%"}):
+                    try:
+                        return int(conn.execute(text(
+                            f'SELECT count(*) FROM "{schema}".ducklake_snapshot')).scalar())
+                    except Exception:  # noqa: BLE001 - a copy being made or dropped
+                        conn.rollback()
+                return 0
+        finally:
+            lake.close()
+
     def _poll(self, project) -> tuple[list[Any], threading.Event]:  # noqa: ANN001
         """A DuckDB reader polling the catalog's snapshots and the lake's tables."""
         stop, seen = threading.Event(), []
