@@ -84,6 +84,9 @@ def model(dbt, session):
         con.close()
     return session.range(1)
 """
+ADD_EVENT = """{% macro add_event(n) %}
+{% do run_query("insert into `" ~ target.schema ~ ".events` values (" ~ n ~ ")") %}
+{% endmacro %}"""
 TEST = "select * from {{ ref('orders_inc') }} where amount3 < {{ var('min_amount', 0) }}"
 # as of the second round (stg_orders a table by then)
 TABLES = ("raw_orders", "stg_orders", "orders", "orders_inc", "events_copy", "py_orders")
@@ -112,6 +115,10 @@ class AtomicPublish:
                 "events_copy.sql": EVENTS_COPY, "py_orders.py": PYTHON,
                 "conflict.py": CONFLICT,
                 "sources.yml": SOURCES}
+
+    @pytest.fixture(scope="class")
+    def macros(self):  # noqa: ANN201
+        return {"add_event.sql": ADD_EVENT}
 
     @pytest.fixture(scope="class")
     def snapshots(self):  # noqa: ANN201
@@ -208,7 +215,7 @@ class AtomicPublish:
         seen, stop = self._poll(project)
         _, out = run_dbt_and_capture(["build", "--vars", "{min_amount: 1000}"],
                                      expect_pass=False)
-        stop.set()
+        stop()
         assert "Atomic publish: nothing published" in out
         assert "test.test.amount_at_least ended with status fail" in out
         assert self.lake_state(project) == state
@@ -236,7 +243,7 @@ class AtomicPublish:
         appended, stop_appending = self._append(project, schema)
         before = self.snapshot_rows(con)
         _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"])
-        stop_appending.set()
+        stop_appending()
         after = self.snapshot_rows(con)
         ours = [s for s in after[len(before):] if s[1] and "ATOMIC PUBLISH" in s[1]]
         assert len(ours) == 1, after[len(before):]
@@ -252,6 +259,16 @@ class AtomicPublish:
                                      expect_pass=False)
         assert "is refused in an atomic invocation" in out
         assert self.lake_state(project) == state
+
+        # a test alone writes nothing: nothing to publish; run_query in an operation publishes
+        before = self.snapshot_rows(con)
+        _, out = run_dbt_and_capture(["test"])
+        assert "Atomic publish: nothing to publish" in out
+        run_dbt(["run-operation", "add_event", "--args", "{n: 2000}"])
+        after = self.snapshot_rows(con)
+        assert len(after) == len(before) + 1 and "ATOMIC PUBLISH" in after[-1][1]
+        assert con.execute(f'SELECT count(*) FROM lake."{schema}".events WHERE id = 2000'
+                           ).fetchone()[0] == 1
 
         # a real conflict (DuckDB updates `orders`, which the build rebuilds) fails the
         # publish: the lake holds DuckDB's update and nothing of the build
@@ -336,7 +353,7 @@ class AtomicPublish:
         finally:
             lake.close()
 
-    def _poll(self, project) -> tuple[list[Any], threading.Event]:  # noqa: ANN001
+    def _poll(self, project) -> tuple[list[Any], Any]:  # noqa: ANN001
         """A DuckDB reader polling the catalog's snapshots and the lake's tables."""
         stop, seen = threading.Event(), []
         con = self.duck(project)
@@ -353,8 +370,9 @@ class AtomicPublish:
             finally:
                 con.close()
 
-        threading.Thread(target=run, daemon=True).start()
-        return seen, stop
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return seen, _stopper(stop, thread)
 
     def _catalog_snapshots(self, project) -> Any:  # noqa: ANN001
         creds = self.creds(project)
@@ -366,7 +384,7 @@ class AtomicPublish:
         finally:
             lake.close()
 
-    def _append(self, project, schema: str) -> tuple[list[int], threading.Event]:  # noqa: ANN001
+    def _append(self, project, schema: str) -> tuple[list[int], Any]:  # noqa: ANN001
         """DuckDB appending to the source table (rows the models filter out) until stopped;
         returns the snapshot ids of its commits."""
         stop, snapshots = threading.Event(), []
@@ -384,8 +402,19 @@ class AtomicPublish:
             finally:
                 con.close()
 
-        threading.Thread(target=run, daemon=True).start()
-        return snapshots, stop
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return snapshots, _stopper(stop, thread)
+
+
+def _stopper(stop: threading.Event, thread: threading.Thread) -> Any:
+    """Stop a polling thread and wait until it has finished its last round."""
+
+    def done() -> None:
+        stop.set()
+        thread.join()
+
+    return done
 
 
 class TestAtomicPublishSqlite(AtomicPublish):
