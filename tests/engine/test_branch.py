@@ -368,3 +368,25 @@ def test_concurrent_delete_from_the_same_file_is_a_conflict(spark, lake, duck): 
     assert lake.catalog.latest_snapshot() == latest
     assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(66,)]
     assert duck_rows(duck, "SELECT count(*) FROM lake.u") == [(10,)]
+
+
+def test_table_statistics_merge_with_a_concurrent_append(spark, lake, duck):  # noqa: ANN001
+    """Both the branch and another writer widen the table-level statistics, which DuckDB
+    answers MIN/MAX/COUNT from: the publish merges them."""
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS s FROM range(100)")
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "INSERT INTO `main.t` SELECT id, 'zz' FROM range(200, 220)")
+    duck.execute("INSERT INTO lake.t SELECT range - 60, 'a' FROM range(20)")
+    assert br.publish() is not None
+    assert duck_rows(duck, "SELECT count(*), min(id), max(id), min(s), max(s) FROM lake.t") \
+        == [(140, -60, 219, "0", "zz")]
+    tid = lake.catalog.table("main", "t").table_id
+    with lake.catalog.read() as conn:
+        stats = lake.catalog.table_column_stats(tid, conn)
+        table_stats = lake.catalog.table_stats(tid, conn)
+    assert [(s.min_value, s.max_value) for s in stats.values()] == [("-60", "219"),
+                                                                     ("0", "zz")]
+    assert table_stats is not None
+    assert (table_stats.record_count, table_stats.next_row_id) == (140, 140)
