@@ -20,7 +20,8 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .lake.secrets import redact
-from .runtime import Runtime, runtime_for, set_statement_node
+from .publish_gate import current_runtime
+from .runtime import Runtime, set_statement_node
 from .spark import statement_sizing
 from .spark.expressions import string
 from .sql.engine import StatementResult
@@ -107,9 +108,14 @@ def _bind(sql: str, bindings: Any) -> str:
 
 
 class DuckLakeHandle:
-    def __init__(self, runtime: Runtime, connection: Connection) -> None:
-        self.runtime = runtime
+    def __init__(self, connection: Connection) -> None:
         self.connection = connection
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime of the invocation now running: the profile's, or in an atomic
+        invocation its branch's (a connection may outlive an invocation in one process)."""
+        return current_runtime(self.connection.credentials)
 
     def cursor(self) -> DuckLakeCursor:
         return DuckLakeCursor(self.runtime, self.connection.name)
@@ -130,14 +136,14 @@ class DuckLakeConnectionManager(SQLConnectionManager):
             return connection
         credentials: DuckLakeCredentials = connection.credentials
         try:
-            runtime = runtime_for(credentials)
+            current_runtime(credentials)
         except DbtRuntimeError:
             connection.state = ConnectionState.FAIL
             raise
         except Exception as exc:  # noqa: BLE001 - ours, or a driver's: passwords masked
             connection.state = ConnectionState.FAIL
             raise DbtDatabaseError(f"could not open the lake: {redact(str(exc))}") from None
-        connection.handle = DuckLakeHandle(runtime, connection)
+        connection.handle = DuckLakeHandle(connection)
         connection.state = ConnectionState.OPEN
         return connection
 

@@ -14,6 +14,9 @@ from .lake.secrets import MASK, mask_catalog
 
 DEFAULT_CATALOG = "sqlite:///lake/catalog.sqlite"
 DEFAULT_DATA_PATH = "lake/data/"
+# How a dbt invocation's writes reach the lake: each model's own snapshot as it finishes, or
+# the whole invocation as one snapshot once every node passed (publish_gate.py).
+PUBLISH_MODES = ("per_model", "atomic")
 
 
 @dataclass
@@ -48,6 +51,9 @@ class DuckLakeCredentials(Credentials):
     # Directories outside data_path whose Parquet files the catalog may name and that may be
     # read (never written or deleted): files DuckDB's ducklake_add_data_files registered there.
     read_paths: list[str] = field(default_factory=list)
+    # per_model (each model commits its own snapshot) or atomic (one snapshot for the whole
+    # invocation, published only when no node failed); DUCKLAKE_PUBLISH overrides it
+    publish: str = "per_model"
 
     _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf",
                 "pass": "password"}
@@ -78,7 +84,7 @@ class DuckLakeCredentials(Credentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("database", "catalog", "data_path", "schema", "master", "metadata_schema",
-                "data_inlining_row_limit", "snapshot_version", "snapshot_time")
+                "data_inlining_row_limit", "snapshot_version", "snapshot_time", "publish")
 
     @classmethod
     def __pre_deserialize__(cls, data: dict[Any, Any]) -> dict[Any, Any]:
@@ -113,6 +119,8 @@ class DuckLakeCredentials(Credentials):
                 raise DbtRuntimeError(
                     "snapshot_version and snapshot_time both pin the run to a snapshot; give one")
             data["snapshot_time"] = str(data["snapshot_time"])
+        data["publish"] = check_publish_mode(data.get("publish", "per_model"),
+                                             "the profile's publish key")
         if not isinstance(data.get("spark_console", False), bool):
             raise DbtRuntimeError(
                 f"spark_console must be true or false, got {data['spark_console']!r}")
@@ -137,3 +145,15 @@ class DuckLakeCredentials(Credentials):
             data_path = os.path.join(base, data_path)
         return catalog, data_path
 
+
+
+def check_publish_mode(value: Any, source: str) -> str:
+    """``value`` as a publish mode (case and surrounding blanks ignored), or dbt's error
+    naming ``source`` and the accepted modes."""
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in PUBLISH_MODES:
+        raise DbtRuntimeError(
+            f"{source} is {value!r}; accepted: {', '.join(PUBLISH_MODES)} (per_model: each "
+            "model commits its own snapshot; atomic: the whole invocation is one snapshot, "
+            "published only if no node failed)")
+    return str(mode)

@@ -24,7 +24,7 @@ from .column import DuckLakeColumn, type_name
 from .connections import DuckLakeConnectionManager
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation, lake_name
-from .runtime import Runtime, check_writable
+from .runtime import Runtime, check_not_branched, check_writable
 from .sql.names import LakeName
 
 if TYPE_CHECKING:
@@ -362,7 +362,14 @@ class DuckLakeAdapter(SQLAdapter):
 
         from .runtime import WATERMARKS_KEY, set_watermark
 
-        lake = self.runtime().lake.catalog
+        runtime = self.runtime()
+        if runtime.branch is not None:
+            raise DbtRuntimeError(
+                f"{node_id} reads the change feed of {relation} since its last run "
+                "(ducklake_changes_window), which atomic invocations do not support yet: its "
+                "watermark would name a snapshot of the branch, not of the lake. Build it "
+                "with DUCKLAKE_PUBLISH=per_model")
+        lake = runtime.lake.catalog
         key = f"{relation.schema}.{relation.identifier}".lower()
         end = lake.latest_snapshot().snapshot_id
         start = None
@@ -415,6 +422,7 @@ class DuckLakeAdapter(SQLAdapter):
 
         runtime = self.runtime()
         check_writable(runtime, f"the maintenance operation {operation}")
+        check_not_branched(runtime, f"the maintenance operation {operation}")
         try:
             result = maintenance.as_dict(maintenance.run(runtime.lake, operation, arguments))
         except DuckLakeError as exc:
@@ -432,6 +440,11 @@ class DuckLakeAdapter(SQLAdapter):
             return []
         runtime = self.runtime()
         check_writable(runtime, f"post_commit_maintenance of {relation}")
+        if runtime.branch is not None:
+            logger.warning(f"post_commit_maintenance of {relation} is skipped in an atomic "
+                           "invocation (publish: atomic): the model's rows are staged, not yet "
+                           "in the lake; run the maintenance after the publish")
+            return []
         try:
             results = maintenance.post_commit(runtime.lake, *lake_name(relation), operations)
         except DuckLakeError as exc:
@@ -445,6 +458,7 @@ class DuckLakeAdapter(SQLAdapter):
         """Set a lake option globally, for a schema, or for a table (no snapshot)."""
         runtime = self.runtime()
         check_writable(runtime, f"ducklake_set_option ({option})")
+        check_not_branched(runtime, f"ducklake_set_option ({option})")
         try:
             setting = runtime.lake.set_option(option, value, schema, table)
         except DuckLakeError as exc:

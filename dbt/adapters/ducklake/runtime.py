@@ -72,6 +72,9 @@ class Runtime:
     credentials: DuckLakeCredentials
     # models with their own spark_conf run alone (model_settings.py)
     model_lock: ModelLock = field(default_factory=ModelLock)
+    # the lake.branch.Branch an atomic invocation writes to (publish_gate.py); None when
+    # every statement commits to the lake itself
+    branch: Any = None
 
 
 def set_current_node(name: str | None) -> None:
@@ -289,6 +292,23 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
         return runtime
 
 
+def branch_runtime(base: Runtime, branch: Any) -> Runtime:
+    """A runtime over ``branch.catalog`` (an atomic invocation's private copy of the lake),
+    sharing the base runtime's Spark context.
+
+    It gets a session of its own: the registry registers `schema.table` temp views of the
+    branch's state, which must neither shadow nor replace the base runtime's views of the
+    same names (after a discarded branch the base registry would read the branch's rows).
+    Its catalog is another object than the lake's, so the table states kept per catalog
+    (``spark/table_state.py``) of the branch never serve a read of the lake either.
+    """
+    spark = _own_session(base.spark)
+    spark_lake = SparkLake(spark, branch.catalog)
+    registry = ViewRegistry(spark, spark_lake, None)
+    engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(base.credentials))
+    return Runtime(spark, spark_lake, registry, engine, base.credentials, branch=branch)
+
+
 def _own_session(spark: Any) -> Any:
     """A session with its own temp views: a pinned runtime registers `schema.table` at its
     snapshot, which must not shadow (or be shadowed by) another runtime's views of the same
@@ -341,6 +361,16 @@ def _commit_info(credentials: DuckLakeCredentials):  # noqa: ANN202
 def _short(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+def check_not_branched(runtime: Runtime, what: str) -> None:
+    """Lake maintenance rewrites, expires and deletes what other readers share: it is refused
+    inside an atomic invocation (whose writes are staged on a branch), before it starts."""
+    if runtime.branch is not None:
+        raise DbtRuntimeError(
+            f"{what} is refused in an atomic invocation (publish: atomic): maintenance acts "
+            "on the lake others read, not on this invocation's staged writes. Run it in an "
+            "invocation of its own with DUCKLAKE_PUBLISH=per_model (e.g. after the build)")
 
 
 def check_writable(runtime: Runtime, what: str = "this write") -> None:
