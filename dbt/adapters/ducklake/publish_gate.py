@@ -252,8 +252,16 @@ def _in_command() -> bool:
 def _open(base: Runtime, invocation_id: str, command: str | None) -> Gate:
     from dbt_common.events.event_manager_client import add_callback_to_manager
 
-    from .lake.branch import Branch
+    from .lake.branch import Branch, remove_stale
 
+    try:
+        dropped = remove_stale(base.lake.catalog)  # branches of killed processes
+    except Exception as exc:  # noqa: BLE001 - a leftover copy must not stop a build
+        logger.warning(f"Atomic publish: could not look for stale branches: {redact(str(exc))}")
+    else:
+        if dropped:
+            logger.info(f"Atomic publish: dropped {len(dropped)} branch(es) left by processes "
+                        "that are gone")
     branch = Branch.open(base.lake.catalog)
     try:
         gate = Gate(invocation_id, command, branch,
