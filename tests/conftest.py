@@ -128,6 +128,27 @@ def skip_or_fail_without_postgres() -> None:
         pytest.skip(reason)
 
 
+def postgres_profile_target(tmp_path_factory, threads: int) -> Iterator[dict]:  # noqa: ANN001
+    """A dbt profile target whose lake lives on the local PostgreSQL server, in a metadata
+    schema of its own (dropped afterwards, with any atomic-publish branch schema beside it):
+    for a functional test class's ``dbt_profile_target`` fixture (``yield from``)."""
+    skip_or_fail_without_postgres()
+    import psycopg
+
+    schema = f"lake_{uuid.uuid4().hex[:12]}"
+    lake = tmp_path_factory.mktemp("lake")
+    conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
+    yield {"type": "ducklake", "threads": threads, "master": "local[2]",
+           "catalog": f"postgres:{conninfo}", "metadata_schema": schema,
+           "data_path": f"{lake}/data/", "spark_conf": dict(SPARK_TEST_CONF)}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        branches = conn.execute(
+            "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE %s",
+            (f"{schema}__branch%",)).fetchall()
+        for name in [schema, *(row[0] for row in branches)]:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
 @dataclass
 class LakeTarget:
     """Where a test's lake lives, in our catalog syntax and in DuckDB's ATTACH syntax."""

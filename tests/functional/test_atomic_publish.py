@@ -17,18 +17,12 @@ import glob
 import json
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import (
-    PG_DB,
-    PG_HOST,
-    PG_PORT,
-    PG_USER,
-    SPARK_TEST_CONF,
-    skip_or_fail_without_postgres,
+    postgres_profile_target,
 )
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from dbt_common.exceptions import DbtRuntimeError
@@ -426,20 +420,4 @@ class TestAtomicPublishSqlite(AtomicPublish):
 class TestAtomicPublishPostgres(AtomicPublish):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, tmp_path_factory) -> Iterator[dict[str, Any]]:  # noqa: ANN001
-        skip_or_fail_without_postgres()
-        import psycopg
-
-        schema = f"lake_{uuid.uuid4().hex[:12]}"
-        lake = tmp_path_factory.mktemp("lake")
-        yield {"type": "ducklake", "threads": 4, "master": "local[2]",
-               "catalog": f"postgres:dbname={PG_DB} host={PG_HOST} port={PG_PORT} "
-                          f"user={PG_USER}",
-               "metadata_schema": schema, "data_path": f"{lake}/data/",
-               "spark_conf": dict(SPARK_TEST_CONF)}
-        with psycopg.connect(f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}",
-                             autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-            for (name,) in conn.execute(
-                    "SELECT schema_name FROM information_schema.schemata WHERE "
-                    "schema_name LIKE %s", (f"{schema}__branch%",)).fetchall():
-                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        yield from postgres_profile_target(tmp_path_factory, threads=4)

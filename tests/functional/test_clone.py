@@ -9,6 +9,7 @@ import shutil
 from copy import deepcopy
 
 import pytest
+from conftest import postgres_profile_target
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Catalog
@@ -151,25 +152,4 @@ class TestPinnedCloneSqlite(PinnedClone):
 class TestPinnedClonePostgres(PinnedClone):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, tmp_path_factory):  # noqa: ANN001, ANN201
-        from conftest import (
-            PG_DB,
-            PG_HOST,
-            PG_PORT,
-            PG_USER,
-            SPARK_TEST_CONF,
-            skip_or_fail_without_postgres,
-        )
-
-        skip_or_fail_without_postgres()
-        import uuid
-
-        import psycopg
-
-        schema = f"lake_{uuid.uuid4().hex[:12]}"
-        lake = tmp_path_factory.mktemp("lake")
-        conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
-        yield {"type": "ducklake", "threads": 2, "master": "local[2]",
-               "catalog": f"postgres:{conninfo}", "metadata_schema": schema,
-               "data_path": f"{lake}/data/", "spark_conf": dict(SPARK_TEST_CONF)}
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        yield from postgres_profile_target(tmp_path_factory, threads=2)

@@ -6,18 +6,12 @@ applies. The simple-copy models call ``adapter.get_relation(database=target.data
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import (
-    PG_DB,
-    PG_HOST,
-    PG_PORT,
-    PG_USER,
-    SPARK_TEST_CONF,
-    skip_or_fail_without_postgres,
+    postgres_profile_target,
 )
 from dbt.tests.adapter.dbt_clone.test_dbt_clone import (
     BaseCloneNotPossible,
@@ -37,17 +31,7 @@ class _PostgresCatalog:
 
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, tmp_path_factory) -> Iterator[dict[str, Any]]:  # noqa: ANN001
-        skip_or_fail_without_postgres()
-        import psycopg
-
-        schema = f"lake_{uuid.uuid4().hex[:12]}"
-        lake = tmp_path_factory.mktemp("lake")
-        conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
-        yield {"type": "ducklake", "threads": 4, "master": "local[2]",
-               "catalog": f"postgres:{conninfo}", "metadata_schema": schema,
-               "data_path": f"{lake}/data/", "spark_conf": dict(SPARK_TEST_CONF)}
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        yield from postgres_profile_target(tmp_path_factory, threads=4)
 
 
 class TestCloneNotPossible(BaseCloneNotPossible):

@@ -7,6 +7,7 @@ style of dbt-spark's own functional tests.
 from __future__ import annotations
 
 import pytest
+from conftest import postgres_profile_target
 from dbt.tests.adapter.constraints import fixtures as constraint_fixtures
 from dbt.tests.adapter.constraints.test_constraints import (
     BaseConstraintQuotedColumn,
@@ -322,25 +323,4 @@ class TestIncrementalCheckConstraintRollback(TestIncrementalPrimaryKeyRollback):
 class TestIncrementalPrimaryKeyRollbackPostgres(TestIncrementalPrimaryKeyRollback):
     @pytest.fixture(scope="class")
     def dbt_profile_target(self, tmp_path_factory):  # noqa: ANN001, ANN201
-        from conftest import (
-            PG_DB,
-            PG_HOST,
-            PG_PORT,
-            PG_USER,
-            SPARK_TEST_CONF,
-            skip_or_fail_without_postgres,
-        )
-
-        skip_or_fail_without_postgres()
-        import uuid
-
-        import psycopg
-
-        schema = f"lake_{uuid.uuid4().hex[:12]}"
-        lake = tmp_path_factory.mktemp("lake")
-        conninfo = f"dbname={PG_DB} host={PG_HOST} port={PG_PORT} user={PG_USER}"
-        yield {"type": "ducklake", "threads": 2, "master": "local[2]",
-               "catalog": f"postgres:{conninfo}", "metadata_schema": schema,
-               "data_path": f"{lake}/data/", "spark_conf": dict(SPARK_TEST_CONF)}
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        yield from postgres_profile_target(tmp_path_factory, threads=2)
