@@ -236,7 +236,7 @@ def test_dbt_merge_joins_the_source_keys_alone(spark, lake, duck, engine,  # noq
 
 
 def test_a_metadata_scan_of_checked_local_files_filters_no_row(spark, lake):  # noqa: ANN001
-    """Each row of a local file finds its file's facts by the file's size, checked against
+    """Each row of a local file finds its file's catalog row by the file's size, checked against
     the catalog before the scan: no filter tests every row for them, so Spark looks them up
     only for the rows a statement keeps (a MERGE's matched rows)."""
     from dbt.adapters.ducklake.spark.read import FILE_ID, ROW_ID, scan
@@ -607,7 +607,7 @@ def test_a_small_target_takes_no_key_range_job(spark, lake, duck, engine, monkey
 @pytest.mark.parametrize("files", [4, 20], ids=["map", "join"])
 def test_rows_find_their_file_by_size_or_path(spark, lake, duck, engine, files,  # noqa: ANN001
                                               shared):
-    """A row's file facts (file id, row id) are looked up by the file's size where no two
+    """A row's file values (file id, row id) are looked up by the file's size where no two
     files of the scan share one, and by path where some do (here: half the files are
     byte-identical pairs, the same rows appended twice); both for a literal map (up to 16
     files) and a broadcast join (more). Row ids, file ids and positions equal DuckDB's, and a

@@ -121,9 +121,9 @@ def test_an_arrow_table_beyond_the_inlining_limit_is_written_on_the_driver(  # n
 
 
 def test_a_plain_read_is_a_plain_parquet_scan(spark, lake, duck, lake_target):  # noqa: ANN001
-    """Files without deleted rows are read as they are: no file facts are joined to their
+    """Files without deleted rows are read as they are: no file rows are joined to their
     rows and no hidden column is read, so the scan is what ``spark.read.parquet`` does. Files
-    with deletes (and metadata reads) get the facts, and only they."""
+    with deletes (and metadata reads) get them, and only they."""
     table = lake.create_table("main.plain", spark.range(0, 300, 1, 3).selectExpr(
         "id", "id % 7 AS k"))
     plan = executed_plan(table.read().groupBy().sum("k"))
@@ -131,7 +131,7 @@ def test_a_plain_read_is_a_plain_parquet_scan(spark, lake, duck, lake_target):  
     for internal in ("file_path", "file_size", "Join", "_ducklake_internal", "row_index"):
         assert internal not in plan, plan
     assert "_metadata" in executed_plan(table.read(metadata=True))
-    table.delete("id = 5")  # one file gets a (inlined) delete: it alone needs its facts
+    table.delete("id = 5")  # one file gets a (inlined) delete: it alone needs its file row
     plan = executed_plan(table.read().groupBy().sum("k"))
     assert plan.count("FileScan parquet") == 2, plan
     # its rows find their file by its size (no two files of the scan share one here) or path

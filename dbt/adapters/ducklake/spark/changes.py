@@ -29,7 +29,7 @@ from ..lake.inlining.rows import InlinedRows
 from ..lake.models import DataFile
 from . import expressions as sql
 from .read import EMBEDDED_SNAPSHOT_ID, FILE_ID, POSITION, ROW_ID, SNAPSHOT_ID, local_frame, scan
-from .table_state import TableState, held_columns, lake_text
+from .table_state import TableState, file_column_ids, lake_text
 
 SNAPSHOT_COLUMN = "snapshot_id"
 ROWID_COLUMN = "rowid"
@@ -75,7 +75,7 @@ def load_sources(lake: Catalog, schema_name: str, table_name: str, start: Bound,
             table_dir=lake.table_dir(schema, table), data_files=[], delete_files={},
             inlined_deletes={}, inlined=[], column_history=[tuple(r) for r in history],
             mappings=lake.name_mappings(sorted(mapping_ids), conn),
-            held=held_columns(lake, conn, [*inserted, *(s.data_file for s in scans)]))
+            file_columns=file_column_ids(lake, conn, [*inserted, *(s.data_file for s in scans)]))
         inserted_inlined = inlined_data.read_rows(
             lake, conn, table.table_id, "begin_snapshot >= :a AND begin_snapshot <= :b", params)
         deleted_inlined = [  # the rows are selected with end_snapshot IS NOT NULL

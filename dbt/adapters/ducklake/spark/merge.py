@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from ..lake import delete_files, pruning
+from ..lake import delete_files, file_skipping
 from ..lake.commit import Transaction
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import CommitConflictError, SchemaMismatchError
@@ -102,7 +102,7 @@ DRIVER_BYTES = 256 * 1024 * 1024
 KEY_RANGE_MIN_ROWS_OUTSIDE = 2_000_000
 # Key types whose Python values (from the source's key range) cast back from their text to
 # the same value: integers, decimals and dates.
-_SPELLED_KEYS = pruning.PRUNABLE_TYPES - TIMESTAMP_TYPES
+_SPELLED_KEYS = file_skipping.PRUNABLE_TYPES - TIMESTAMP_TYPES
 
 
 @dataclass(frozen=True)
@@ -239,10 +239,10 @@ def plan_merge(table: Target, statement: MergeStatement, state: TableState, src:
     """The merge planned against ``state``, with its data files pruned; ``None`` when the
     source (``src``, its cache) is empty, once the statement is analysed all the same."""
     plan = MergePlan(table, statement, state, src, source_columns)
-    # A target too small for file skipping to pay (skipping.worth_judging) is read whole:
+    # A target too small for file skipping to pay (skipping.worth_skipping) is read whole:
     # no separate job for the source's key range; the merge job evaluates the source.
     if not statement.by_source and state.data_files and \
-            skipping.worth_judging(table.spark, state.data_files):
+            skipping.worth_skipping(table.spark, state.data_files):
         pruned, source_rows, key_bounds = _prune_by_source_keys(table, state, src, statement)
         if pruned is None:
             # An empty source changes nothing, but a bad ON condition or clause must fail
@@ -255,7 +255,7 @@ def plan_merge(table: Target, statement: MergeStatement, state: TableState, src:
     # A source Spark would broadcast is the side to broadcast, however small an estimate
     # makes the target's scan look: it is the target that is large.
     plan = replace(plan, broadcast_source=sql.broadcastable(src))
-    return replace(plan, state=_skip_files(plan))
+    return replace(plan, state=_kept_target_files(plan))
 
 
 def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame,
@@ -268,7 +268,7 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame,
     the kept files' statistics say they leave out :data:`KEY_RANGE_MIN_ROWS_OUTSIDE` rows.
 
     Only the equalities ``t.col = s.col`` among the ON condition's top-level ANDs count, and
-    only for columns whose type prunes exactly (:data:`.lake.pruning.PRUNABLE_TYPES`) and
+    only for columns whose type prunes exactly (:data:`.lake.file_skipping.PRUNABLE_TYPES`) and
     whose source type is the same. The job that fills the source's cache gives the row count
     and every key's range on the way (:func:`_fill_observed`): one stage, with no
     aggregation's shuffle and no job of its own.
@@ -279,7 +279,7 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame,
     for target_name, source_name in equi_keys(statement.on, statement.target_alias,
                                               statement.source_alias):
         column = by_lower.get(target_name)
-        if column is None or not pruning.prunable(column.type) or \
+        if column is None or not file_skipping.prunable(column.type) or \
                 source_types.get(source_name) != spark_type(column):
             continue
         keys.append((column, source_name))
@@ -295,7 +295,8 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame,
             return replace(state, data_files=[]), row[0], []
         low_text, high_text = encode_value(low, column.type), encode_value(high, column.type)
         if low_text is not None and high_text is not None:
-            ranges.append(pruning.KeyRange(column.column_id, column.type, low_text, high_text))
+            ranges.append(file_skipping.KeyRange(column.column_id, column.type, low_text,
+                                                 high_text))
             if column.type.name in _SPELLED_KEYS:
                 kind = spark_type(column)
                 spelled.append(ranges[-1])
@@ -308,12 +309,12 @@ def _prune_by_source_keys(table: Target, state: TableState, src: DataFrame,
         bounds = table.lake.file_column_bounds(state.table.table_id,
                                               [r.column_id for r in ranges],
                                               state.snapshot_id, conn)
-    kept = pruning.files_in_ranges(state.data_files, bounds, ranges)
+    kept = file_skipping.files_in_ranges(state.data_files, bounds, ranges)
     # The range goes on the scan only where the kept files' statistics say it leaves out many
     # rows: its literals change with every source, and Spark spells literals into the code it
     # generates, so each merge would compile and warm up new classes for the target scan and
     # for the source's side of the join (KEY_RANGE_MIN_ROWS_OUTSIDE).
-    if pruning.rows_outside(kept, bounds, spelled) < KEY_RANGE_MIN_ROWS_OUTSIDE:
+    if file_skipping.rows_outside(kept, bounds, spelled) < KEY_RANGE_MIN_ROWS_OUTSIDE:
         conditions = []
     return replace(state, data_files=kept), row[0], conditions
 
@@ -330,13 +331,13 @@ def _fill_observed(cached: DataFrame, metrics: Sequence[Column]) -> list[Any]:
     return [values.get(f"m{i}") for i in range(len(named))]
 
 
-def _skip_files(plan: MergePlan) -> TableState:
+def _kept_target_files(plan: MergePlan) -> TableState:
     """The plan's table state without the data files the merge's own filters on the target
     rule out: the target-only conditions of the ON clause (dbt's ``incremental_predicates``),
     which Spark pushes onto the target scan, judged by partition values and statistics
     (:mod:`.spark.skipping`). An ON condition of key equalities alone is not planned for it."""
     table, state = plan.table, plan.state
-    if not state.data_files or not skipping.worth_judging(table.spark, state.data_files) \
+    if not state.data_files or not skipping.worth_skipping(table.spark, state.data_files) \
             or plan.statement.only_equi_keys():
         return state
     try:
@@ -346,7 +347,7 @@ def _skip_files(plan: MergePlan) -> TableState:
                    and f.scan.snapshot_id == state.snapshot_id]
     except Exception:  # noqa: BLE001 - skipping is an optimisation; the merge plans again
         return state
-    skipped = skipping.judge(table.lake, state, filters)
+    skipped = skipping.skip_table_files(table.lake, state, filters)
     log.debug("MERGE target " + skipping.Reading(
         f"{state.schema.schema_name}.{state.table.table_name}", state.snapshot_id,
         skipped).describe())

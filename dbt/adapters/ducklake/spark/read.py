@@ -31,9 +31,9 @@ from ..lake.delete_files import (
     read_delete_file,
 )
 from ..lake.errors import DataFileError
+from ..lake.file_skipping import SKIPPING_TYPES
 from ..lake.files import is_local, strip_scheme
 from ..lake.models import ColumnInfo, DataFile
-from ..lake.pruning import SKIPPING_TYPES
 from . import expressions as sql
 from . import physical as physical_types
 from . import skipping
@@ -68,7 +68,7 @@ def read(spark: SparkSession, lake: Catalog, state: TableState, metadata: bool =
         if whole is None:
             whole = state.scans.setdefault(key, scan(spark, state, metadata=metadata))
         return TableFrame(whole, lambda condition: read(spark, lake, state, metadata, condition))
-    if not state.data_files or not skipping.worth_judging(spark, state.data_files):
+    if not state.data_files or not skipping.worth_skipping(spark, state.data_files):
         return scan(spark, state, metadata=metadata).where(where)
     df = scan(spark, state, metadata=metadata, probe=True).where(where)
     try:
@@ -78,7 +78,7 @@ def read(spark: SparkSession, lake: Catalog, state: TableState, metadata: bool =
     except Exception:  # noqa: BLE001 - skipping is an optimisation: never fail a read
         log.debug("file skipping: cannot inspect the plan", exc_info=True)
         return scan(spark, state, metadata=metadata).where(where)
-    skipped = skipping.judge(lake, state, filters)
+    skipped = skipping.skip_table_files(lake, state, filters)
     log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
                                state.snapshot_id, skipped).describe())
     return scan(spark, replace(state, data_files=skipped.kept), metadata=metadata).where(where)
@@ -93,15 +93,15 @@ class TableFrame(_ClassicDataFrame):
     """A whole-table read whose ``where``/``filter`` also skips files (see :func:`read`);
     every other method behaves as on any DataFrame."""
 
-    def __init__(self, df: DataFrame, narrowed: Callable[[Any], DataFrame]) -> None:
+    def __init__(self, df: DataFrame, read_where: Callable[[Any], DataFrame]) -> None:
         super().__init__(df._jdf, df.sparkSession)  # noqa: SLF001
-        self._narrowed = narrowed
+        self._read_where = read_where
 
     def filter(self, condition: Any) -> DataFrame:
-        return self._narrowed(condition)
+        return self._read_where(condition)
 
     def where(self, condition: Any) -> DataFrame:
-        return self._narrowed(condition)
+        return self._read_where(condition)
 
 
 
@@ -230,7 +230,7 @@ def scan(
     writes back, losslessly.
 
     Without them, files that have no deleted rows at the snapshot and no rows from later
-    snapshots (``partial_max``) are a plain Parquet scan: no file facts are joined to their
+    snapshots (``partial_max``) are a plain Parquet scan: no file rows are joined to their
     rows, so the read costs what ``spark.read.parquet`` of the same files costs, and Spark's
     column pruning and filter pushdown apply as usual.
     """
@@ -242,7 +242,7 @@ def scan(
     columns_only = not metadata and not embedded_snapshot
     wanted = [sql.ident(c.column_name) for c in state.columns]
     for (_, _, constants), (file_columns, by_name, files) in _file_groups(state).items():
-        # files with deleted rows or rows from later snapshots need their catalog facts
+        # files with deleted rows or rows from later snapshots need their catalog row
         plain = [f for f in files if columns_only and (probe or (
                  f.data_file_id not in deleted
                  and (f.partial_max is None or f.partial_max <= s)))]
@@ -309,7 +309,7 @@ def _file_groups(state: TableState
 # (no Spark job); more use an anti-join (broadcast up to _BROADCAST_DELETES).
 _FILTER_DELETES = 20_000
 _BROADCAST_DELETES = 5_000_000
-# Up to this many files in a group get their catalog facts from a literal map (no broadcast
+# Up to this many files in a group get their catalog rows from a literal map (no broadcast
 # join; each row is compared with at most this many paths).
 _MAP_FILES = 16
 
@@ -350,7 +350,7 @@ def _scan_group(
     plain: bool = False, probe: bool = False, carrier: bool = False,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
-    the table's columns. Unless ``plain``, each row also gets its file's catalog facts (for
+    the table's columns. Unless ``plain``, each row also gets its file's catalog row (for
     the metadata columns, deletes and the embedded-snapshot filter)."""
     fields = []
     token = skipping.remember_scan(state.table.table_id, state.snapshot_id, files)
@@ -379,7 +379,7 @@ def _scan_group(
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
         return sql.select(df, _shaped(state, file_columns, constants, carrier))
-    df, conditions, fact = _with_file_facts(spark, df, files, paths, probe)
+    df, conditions, prefix = _with_file_row_ids(spark, df, files, paths, probe)
     embedded = sql.ident(SNAPSHOT_ID_COLUMN)
     position = sql.ident(POSITION)
     # Only files holding rows of later snapshots need the embedded-snapshot filter. Without
@@ -393,21 +393,22 @@ def _scan_group(
         df = df.where(" AND ".join(conditions))
     return sql.select(df, [
         *_shaped(state, file_columns, constants, carrier),
-        f"{fact}__fid AS {sql.ident(FILE_ID)}",
+        f"{prefix}__fid AS {sql.ident(FILE_ID)}",
         f"CAST({position} AS BIGINT) AS {position}",
-        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {fact}__row_id_start + {position}) AS "
+        f"coalesce({sql.ident(ROW_ID_COLUMN)}, {prefix}__row_id_start + {position}) AS "
         f"{sql.ident(ROW_ID)}",
-        f"coalesce({embedded}, {fact}__begin) AS {sql.ident(SNAPSHOT_ID)}",
+        f"coalesce({embedded}, {prefix}__begin) AS {sql.ident(SNAPSHOT_ID)}",
         f"{embedded} AS {sql.ident(EMBEDDED_SNAPSHOT_ID)}",
     ])
 
 
-def _with_file_facts(spark: SparkSession, df: DataFrame, files: list[DataFile],
-                     paths: list[str], probe: bool) -> tuple[DataFrame, list[str], str]:
+def _with_file_row_ids(spark: SparkSession, df: DataFrame, files: list[DataFile],
+                       paths: list[str], probe: bool) -> tuple[DataFrame, list[str], str]:
     """``df`` (a scan of ``files``, at ``paths``) with each row's position and its file's
-    catalog facts (``__fid``, ``__row_id_start``, ``__begin``); the conditions that drop rows
-    no file's facts were found for, and the prefix of the facts' column names."""
-    # Each row finds its file's facts by a key Spark reports per file. Comparing path strings
+    catalog row (``__fid``, ``__row_id_start``, ``__begin``): what a row's id and snapshot are
+    made of. Also the conditions that drop rows whose file was not found, and the prefix of
+    those columns' names."""
+    # Each row finds its file's catalog row by a key Spark reports per file. Comparing path strings
     # for every row cost more than the scan itself (MERGE's 10M-row target scan: 3.0 s against
     # 1.2 s for the bare scan); local files were just checked to have the catalog's exact size
     # (check_files), so where no two files of the group share a size, the size is the key.
@@ -423,17 +424,17 @@ def _with_file_facts(spark: SparkSession, df: DataFrame, files: list[DataFile],
         keys = [spark_path(p) for p in paths]
         spelled = [sql.string(k) for k in keys]
     if len(files) <= _MAP_FILES and len(set(keys)) == len(keys):
-        facts = ", ".join(
+        stats = ", ".join(
             f"{k}, struct(CAST({f.data_file_id} AS BIGINT) AS __fid, "
             f"CAST({sql.literal(f.row_id_start)} AS BIGINT) AS __row_id_start, "
             f"CAST({f.begin_snapshot} AS BIGINT) AS __begin)"
             for k, f in zip(spelled, files))
-        df = df.selectExpr("*", f"map({facts})[{key}] AS __facts",
+        df = df.selectExpr("*", f"map({stats})[{key}] AS __file",
                            f"_metadata.row_index AS {sql.ident(POSITION)}")
-        # Every size was just checked (check_files): each row finds its facts, which Spark
+        # Every size was just checked (check_files): each row finds its file, which Spark
         # then looks up only for the rows a statement keeps (a MERGE's matched ones), not for
         # every row a filter on them would test. A path Spark spells differently would miss.
-        conditions, fact = [] if by_size else ["__facts IS NOT NULL"], "__facts."
+        conditions, prefix = [] if by_size else ["__file IS NOT NULL"], "__file."
     else:
         catalog = local_frame(
             spark,
@@ -446,8 +447,8 @@ def _with_file_facts(spark: SparkSession, df: DataFrame, files: list[DataFile],
         df = df.selectExpr("*", f"{key} AS __key",
                            f"_metadata.row_index AS {sql.ident(POSITION)}") \
             .join(F.broadcast(catalog), on="__key", how="inner")
-        conditions, fact = [], ""
-    return df, conditions, fact
+        conditions, prefix = [], ""
+    return df, conditions, prefix
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],

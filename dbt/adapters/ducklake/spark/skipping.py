@@ -3,7 +3,7 @@
 Every Parquet scan of a lake table (:func:`.read.scan`) tags the columns it reads with their
 DuckLake column id and type and with a token naming the scan's files. Once Spark has
 optimised a query, each filter sits right above the scan it applies to; this module walks the
-optimised plan, turns the conditions on tagged columns into :mod:`..lake.pruning` predicates,
+optimised plan, turns the conditions on tagged columns into :mod:`..lake.file_skipping` predicates,
 and judges every file of the scan by its partition values and column statistics. The caller
 then plans the query again over the files that remain (the native Parquet reader stays on the
 hot path: skipping only shortens its file list).
@@ -28,11 +28,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake import pruning
+from ..lake import file_skipping
 from ..lake.catalog import Catalog
 from ..lake.errors import InvalidArgumentError
+from ..lake.file_skipping import Predicate
 from ..lake.models import DataFile
-from ..lake.pruning import Predicate
 from ..lake.types import LakeType
 from .table_state import TableState
 
@@ -92,7 +92,7 @@ class ScanFilter:
     predicate: Predicate
 
 
-def worth_judging(spark: SparkSession, files: Iterable[DataFile]) -> bool:
+def worth_skipping(spark: SparkSession, files: Iterable[DataFile]) -> bool:
     """Whether ``files`` (those a statement may read) hold enough bytes for skipping some of
     them to pay for judging them (:data:`MIN_BYTES_CONF`)."""
     value = spark.conf.get(MIN_BYTES_CONF, None)
@@ -134,8 +134,8 @@ def _walk(node: Any, conditions: list[Any], out: list[ScanFilter], translator: _
         scan = _scan_of(node)
         if scan is not None:
             parts = [translator.predicate(c) for c in conditions]
-            out.append(ScanFilter(scan, pruning.And(tuple(parts)) if parts
-                                  else pruning.UNKNOWN))
+            out.append(ScanFilter(scan, file_skipping.And(tuple(parts)) if parts
+                                  else file_skipping.UNKNOWN))
         return
     if kind == "Filter":
         below = [*conditions, node.condition()]
@@ -170,7 +170,7 @@ _NOT_A_VALUE = object()
 
 
 class _Translator:
-    """Catalyst conditions (py4j objects) to :mod:`..lake.pruning` predicates."""
+    """Catalyst conditions (py4j objects) to :mod:`..lake.file_skipping` predicates."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -181,21 +181,21 @@ class _Translator:
             return self._predicate(expr)
         except Exception:  # an expression shape not foreseen keeps the files
             log.debug("file skipping: cannot use condition %s", expr, exc_info=True)
-            return pruning.UNKNOWN
+            return file_skipping.UNKNOWN
 
     def _predicate(self, expr: Any) -> Predicate:
         kind = expr.getClass().getSimpleName()
         if kind == "And":
-            return pruning.And((self._predicate(expr.left()), self._predicate(expr.right())))
+            return file_skipping.And((self._predicate(expr.left()), self._predicate(expr.right())))
         if kind == "Or":
-            return pruning.Or((self._predicate(expr.left()), self._predicate(expr.right())))
+            return file_skipping.Or((self._predicate(expr.left()), self._predicate(expr.right())))
         if kind == "Not":
-            return pruning.Not(self._predicate(expr.child()))
+            return file_skipping.Not(self._predicate(expr.child()))
         if kind in ("IsNull", "IsNotNull"):
             column = _column(expr.child())
             if column is None:
-                return pruning.UNKNOWN
-            return pruning.IsNull(column[0], negated=kind == "IsNotNull")
+                return file_skipping.UNKNOWN
+            return file_skipping.IsNull(column[0], negated=kind == "IsNotNull")
         if kind in _COMPARISONS:
             op = _COMPARISONS[kind]
             left, right = expr.left(), expr.right()
@@ -203,29 +203,31 @@ class _Translator:
             if column is None:
                 column, op, right = _column(right), _FLIPPED[op], left
             if column is None:
-                return pruning.UNKNOWN
+                return file_skipping.UNKNOWN
             value = self._value(right)
             if value is _NOT_A_VALUE or value is None:  # NULL: the engine folds that itself
-                return pruning.UNKNOWN
-            return pruning.Compare(column[0], column[1], op, value)
+                return file_skipping.UNKNOWN
+            return file_skipping.Compare(column[0], column[1], op, value)
         if kind == "In":
             column = _column(expr.value())
             if column is None:
-                return pruning.UNKNOWN
+                return file_skipping.UNKNOWN
             values = [self._value(v) for v in _seq(expr.list())]
             if any(v is _NOT_A_VALUE for v in values):
-                return pruning.UNKNOWN
-            return pruning.In(column[0], column[1], tuple(v for v in values if v is not None))
+                return file_skipping.UNKNOWN
+            kept = tuple(v for v in values if v is not None)
+            return file_skipping.In(column[0], column[1], kept)
         if kind == "InSet":
             column = _column(expr.child())
             if column is None:
-                return pruning.UNKNOWN
+                return file_skipping.UNKNOWN
             data_type = expr.child().dataType()
             values = [_python_value(v, data_type) for v in _iterate(expr.hset())]
             if any(v is _NOT_A_VALUE for v in values):
-                return pruning.UNKNOWN
-            return pruning.In(column[0], column[1], tuple(v for v in values if v is not None))
-        return pruning.UNKNOWN
+                return file_skipping.UNKNOWN
+            kept = tuple(v for v in values if v is not None)
+            return file_skipping.In(column[0], column[1], kept)
+        return file_skipping.UNKNOWN
 
     def _value(self, expr: Any) -> Any:
         kind = expr.getClass().getSimpleName()
@@ -273,7 +275,8 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 
 def _python_value(value: Any, data_type: Any) -> Any:
-    """A Catalyst internal value of a type as the Python value :mod:`..lake.pruning` takes."""
+    """A Catalyst internal value of a type as the Python value
+    :mod:`..lake.file_skipping` takes."""
     if value is None:
         return None
     name = data_type.typeName()
@@ -299,7 +302,7 @@ class Reading:
 
     table: str
     snapshot_id: int
-    skipped: pruning.Skipped
+    skipped: file_skipping.Skipped
 
     def describe(self) -> str:
         s = self.skipped
@@ -307,8 +310,8 @@ class Reading:
                 f"(skipped by partition: {s.by_partition}, by statistics: {s.by_statistics})")
 
 
-def judge(lake: Catalog, state: TableState, filters: list[ScanFilter],
-          live: bool = True) -> pruning.Skipped:
+def skip_table_files(lake: Catalog, state: TableState, filters: list[ScanFilter],
+                     live: bool = True) -> file_skipping.Skipped:
     """The files of ``state`` that the scans in ``filters`` (those of this table at this
     snapshot) may need; a file read by a scan without a usable condition, or by no tagged
     scan at all, is kept. ``live=False`` when the files need not be live at the state's
@@ -318,9 +321,9 @@ def judge(lake: Catalog, state: TableState, filters: list[ScanFilter],
         for fid in item.scan.file_ids:
             predicates.setdefault(fid, []).append(item.predicate)
     scanned = {fid for item in filters for fid in item.scan.file_ids}
-    columns = set().union(*(pruning.columns_of(f.predicate) for f in filters)) \
+    columns = set().union(*(file_skipping.columns_of(f.predicate) for f in filters)) \
         if filters else set()
-    partitions, statistics = file_facts(lake, state, columns, live)
+    partitions, statistics = skipping_stats(lake, state, columns, live)
     kept: list[DataFile] = []
     by_partition = by_statistics = 0
     for data_file in state.data_files:
@@ -330,22 +333,24 @@ def judge(lake: Catalog, state: TableState, filters: list[ScanFilter],
             kept.append(data_file)
             continue
         # the file is needed if any scan of it may find a row
-        either = pruning.Or(tuple(wanted))
-        result = pruning.skip_files([data_file], either, partitions, statistics)
+        either = file_skipping.Or(tuple(wanted))
+        result = file_skipping.skip_files([data_file], either, partitions, statistics)
         by_partition += result.by_partition
         by_statistics += result.by_statistics
         kept.extend(result.kept)
-    return pruning.Skipped(kept, len(state.data_files), by_partition, by_statistics)
+    return file_skipping.Skipped(kept, len(state.data_files), by_partition, by_statistics)
 
 
-def file_facts(lake: Catalog, state: TableState, column_ids: set[int], live: bool = True
-               ) -> tuple[dict[int, pruning.FileFacts], dict[int, dict[int, pruning.ColumnFacts]]]:
-    """Partition facts and statistics facts per data file of ``state`` for ``column_ids``,
-    read once per table state (a snapshot never changes) and kept on it."""
+def skipping_stats(lake: Catalog, state: TableState, column_ids: set[int], live: bool = True
+                   ) -> tuple[dict[int, file_skipping.FileStats],
+                          dict[int, dict[int, file_skipping.ColumnStats]]]:
+    """Per data file of ``state``, what bounds the values of ``column_ids``: from its
+    partition values, and from its column statistics. Read once per table state (a snapshot
+    never changes) and kept on it."""
     if not column_ids:
         return {}, {}
     types = {c.column_id: c.type for c in state.columns}
-    cache = state.facts.setdefault("live" if live else "any", {})
+    cache = state.stats.setdefault("live" if live else "any", {})
     with cache.setdefault("lock", threading.Lock()):
         missing = sorted(c for c in column_ids if ("stats", c) not in cache)
         need_partitions = "partitions" not in cache
@@ -361,16 +366,16 @@ def file_facts(lake: Catalog, state: TableState, column_ids: set[int], live: boo
             if missing:
                 for fid, cid, nulls, values, low, high, nan in rows:
                     if cid in types:
-                        cache[("stats", cid)][fid] = pruning.stats_facts(
+                        cache[("stats", cid)][fid] = file_skipping.stats_from_row(
                             types[cid], nulls, values, low, high, nan)
             if need_partitions:
                 cache["partitions"] = {
-                    fid: pruning.partition_facts(
+                    fid: file_skipping.stats_from_partition_values(
                         [(cid, types[cid], transform, value) for cid, transform, value in items
                          if cid in types])
                     for fid, items in keys.items()}
-        statistics: dict[int, dict[int, pruning.ColumnFacts]] = {}
+        statistics: dict[int, dict[int, file_skipping.ColumnStats]] = {}
         for column_id in column_ids:
-            for fid, facts in cache.get(("stats", column_id), {}).items():
-                statistics.setdefault(fid, {})[column_id] = facts
+            for fid, stats in cache.get(("stats", column_id), {}).items():
+                statistics.setdefault(fid, {})[column_id] = stats
         return cache["partitions"], statistics

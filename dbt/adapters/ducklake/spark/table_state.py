@@ -58,10 +58,10 @@ class TableState:
     path_values: dict[int, dict[int, str | None]] = field(default_factory=dict)
     # data file id -> ids of the leaf columns the file holds (its column statistics), for
     # files written by a compaction (no ``row_id_start``): see :meth:`written_columns`
-    held: dict[int, frozenset[int]] = field(default_factory=dict)
-    # file facts for skipping (:func:`.skipping.file_facts`), read on first use and shared by
+    file_columns: dict[int, frozenset[int]] = field(default_factory=dict)
+    # file stats for skipping (:func:`.skipping.skipping_stats`), read on first use and shared by
     # the states derived from this one: what a snapshot's files hold never changes
-    facts: dict[Any, Any] = field(default_factory=dict)
+    stats: dict[Any, Any] = field(default_factory=dict)
     # whole-table DataFrames of this very state (not copied by ``dataclasses.replace``: a
     # derived state holds other files)
     scans: dict[Any, DataFrame] = field(default_factory=dict, init=False, repr=False,
@@ -82,18 +82,18 @@ class TableState:
         """The columns ``data_file`` was written with: the table's at its ``begin_snapshot``,
         except for a file DuckDB's ``rewrite_data_files`` wrote, which keeps the schema of the
         file it rewrote (older columns, names and types) although it begins at the rewrite.
-        Its leaf columns (:attr:`held`) then name the latest earlier schema that has exactly
-        them; columns the file lacks read as their default, as DuckDB reads them."""
+        Its leaf columns (:attr:`file_columns`) then name the latest earlier schema that has
+        exactly them; columns the file lacks read as their default, as DuckDB reads them."""
         columns = self.columns_at(data_file.begin_snapshot, cache)
-        held = self.held.get(data_file.data_file_id)
-        if not held or _leaf_ids(columns) == held:
+        leaves = self.file_columns.get(data_file.data_file_id)
+        if not leaves or _leaf_ids(columns) == leaves:
             return columns
         changes = {r[1] for r in self.column_history} | {
             r[2] for r in self.column_history if r[2] is not None}
         for snapshot in sorted(changes, reverse=True):
             if snapshot < data_file.begin_snapshot:
                 older = self.columns_at(snapshot, cache)
-                if _leaf_ids(older) == held:
+                if _leaf_ids(older) == leaves:
                     return older
         return columns
 
@@ -102,7 +102,7 @@ def _leaf_ids(columns: Sequence[ColumnInfo]) -> frozenset[int]:
     return frozenset(n.column_id for c in columns for n in c.walk() if not n.children)
 
 
-def held_columns(lake: Catalog, conn: Connection,
+def file_column_ids(lake: Catalog, conn: Connection,
                  files: Sequence[DataFile]) -> dict[int, frozenset[int]]:
     """Data file id -> the leaf column ids of its column statistics, for the files a
     compaction wrote (``row_id_start`` NULL: rewritten, flushed, or merged with embedded row
@@ -218,7 +218,7 @@ def _read(lake: Catalog, conn: Connection, schema_name: str, table_name: str, s:
     hive = [f.data_file_id for f in data_files if f.mapping_id is not None and any(
         m.is_partition for m in state.mappings.get(f.mapping_id, []))]
     state.path_values = lake.file_partition_columns(hive, conn)
-    state.held = held_columns(lake, conn, data_files)
+    state.file_columns = file_column_ids(lake, conn, data_files)
     return state
 
 

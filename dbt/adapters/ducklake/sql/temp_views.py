@@ -100,7 +100,7 @@ class ViewRegistry:
         # body of a DuckLake view
         self._states: dict[str, TableState | tuple[str, ChangeSources] | ViewBody] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
-        self._narrowed = itertools.count(1)
+        self._kept_views = itertools.count(1)
         self._snapshot: int | None = None
         self._lock = threading.RLock()
 
@@ -239,7 +239,7 @@ class ViewRegistry:
                 f"query: {body.sql} (written as: {view.sql})") from None
         with self._lock:
             self._registered[name.view_name] = name.plain and self.pinned_version is None
-            # the body as registered (two-part names made view names), to narrow its tables
+            # the body as registered (two-part names made view names), to skip its tables' files
             self._states[name.view_name] = replace(body, sql=final[len(prefix):])
         return True
 
@@ -296,12 +296,13 @@ class ViewRegistry:
 
     def query(self, build: Callable[[str], DataFrame], sql: str, plan: Any = None) -> DataFrame:
         """The DataFrame ``build`` makes of the query ``sql``, reading only the data files
-        its filters can match (:meth:`skip_files`). ``plan``, if given, is the part of
-        ``sql``'s parsed plan that ``build`` analyses (a MERGE's source, not its target)."""
+        its filters can match (:meth:`plan_over_kept_files`). ``plan``, if given, is the part
+        of ``sql``'s parsed plan that ``build`` analyses (a MERGE's source, not its target)."""
         named = self._named(sql, plan)
         text = sql if named is None else self._register_named(sql, named)
         df, final = self._run(build, text)
-        return self.skip_files(build, final or text, df, named if final == sql else None)
+        return self.plan_over_kept_files(build, final or text, df,
+                                         named if final == sql else None)
 
     def _register_named(self, sql: str, named: Named) -> str:
         """Register, before Spark analyses ``sql``, the lake relations it names that Spark
@@ -414,20 +415,20 @@ class ViewRegistry:
                 sql = None if sql is None else self._prepared(sql)
 
     # ---------------------------------------------------------------------- file skipping
-    def skip_files(self, build: Callable[[str], DataFrame], sql: str, df: DataFrame,
-                   named: Named | None = None) -> DataFrame:
+    def plan_over_kept_files(self, build: Callable[[str], DataFrame], sql: str,
+                             df: DataFrame, named: Named | None = None) -> DataFrame:
         """``df`` planned again over only the data files its filters can match.
 
         Spark has pushed the query's filters onto the scans of each lake table in ``df``'s
-        optimised plan (:func:`.skipping.scan_filters`); every table whose catalog facts rule
-        files out gets a narrowed view of the remaining files, registered under a name of
+        optimised plan (:func:`.skipping.scan_filters`); every table whose catalog stats rule
+        files out gets a view of the kept files, registered under a name of
         its own for this statement, and the references to the table in ``sql`` are pointed
         at it. A DuckLake view the statement names is registered again for the statement
-        with its own references narrowed the same way. CTEs named like a table are left as
-        they are (still right, only not narrowed). Logs one line per table read.
+        with its own references rewritten the same way. CTEs named like a table are left as
+        they are (still right, only read whole). Logs one line per table read.
         """
         references = self._references(sql, named)
-        if not references or not skipping.worth_judging(
+        if not references or not skipping.worth_skipping(
                 self.spark, self._files_read([r.view for r in references])):
             return df
         try:
@@ -435,37 +436,37 @@ class ViewRegistry:
         except Exception:  # noqa: BLE001 - skipping is an optimisation: never fail a query
             log.debug("file skipping: cannot inspect the plan", exc_info=True)
             return df
-        narrowed: dict[str, str] = {}  # view name -> its narrowed name ("": read it whole)
+        kept: dict[str, str] = {}  # view name -> its kept name ("": read it whole)
 
-        def narrow(view: str) -> str:
-            if view in narrowed:
-                return narrowed[view]
-            narrowed[view] = ""  # a view naming itself (it cannot) would stop here
+        def kept_view(view: str) -> str:
+            if view in kept:
+                return kept[view]
+            kept[view] = ""  # a view naming itself (it cannot) would stop here
             source = self._states.get(view)
-            name = f"{view}@files:{next(self._narrowed)}"
+            name = f"{view}@files:{next(self._kept_views)}"
             if isinstance(source, ViewBody):
-                body = self._rewrite(source.sql, narrow)
+                body = self._rewrite(source.sql, kept_view)
                 if body is None:
                     return ""
                 self._run(self.spark.sql, source.create(name, body))
             elif source is not None:
-                view_df = self._narrowed_view(source, filters)
+                view_df = self._kept_files_view(source, filters)
                 if view_df is None:
                     return ""
                 view_df.createOrReplaceTempView(quote(name))
             else:
                 return ""
-            narrowed[view] = name
+            kept[view] = name
             return name
 
         try:
-            text = self._rewrite(sql, narrow, references)
+            text = self._rewrite(sql, kept_view, references)
             if text is None:
                 return df
             # through _run: another thread's commit may have dropped a view meanwhile
             return self._run(build, text)[0]
         finally:  # the analysed plan holds the views' plans: the names are no longer needed
-            for name in narrowed.values():
+            for name in kept.values():
                 if name:
                     self.spark.catalog.dropTempView(name)
 
@@ -487,22 +488,22 @@ class ViewRegistry:
             elif source is not None:
                 yield from source.data_files
 
-    def _rewrite(self, sql: str, narrow: Callable[[str], str],
+    def _rewrite(self, sql: str, kept_view: Callable[[str], str],
                  references: list[Reference] | None = None) -> str | None:
         """``sql`` with each lake relation it names (``references``, if already found)
-        replaced by ``narrow(name)`` where that is not empty; ``None`` when nothing changes.
+        replaced by ``kept_view(name)`` where that is not empty; ``None`` when nothing changes.
         A reference without an alias is given its old name as one, so columns qualified by
         it (`` `s.t`.id ``) still resolve."""
         found = self._references(sql) if references is None else references
         edits = []
         for ref in found:
-            name = narrow(ref.view)
+            name = kept_view(ref.view)
             if name:
                 edits.append((ref.start, ref.stop, name, None if ref.aliased else ref.view))
         return _edited(sql, edits, self._parser) if edits else None
 
-    def _narrowed_view(self, source: TableState | tuple[str, ChangeSources],
-                       filters: list[skipping.ScanFilter]) -> DataFrame | None:
+    def _kept_files_view(self, source: TableState | tuple[str, ChangeSources],
+                         filters: list[skipping.ScanFilter]) -> DataFrame | None:
         """The view over only the files the filters may need (``None``: all are needed)."""
         if isinstance(source, tuple):  # a change feed: its files need not be live at its end
             feed, sources = source
@@ -514,7 +515,7 @@ class ViewRegistry:
             state = source
         mine = [f for f in filters if f.scan.table_id == state.table.table_id
                 and f.scan.snapshot_id == state.snapshot_id]
-        skipped = skipping.judge(self.lake.catalog, state, mine,
+        skipped = skipping.skip_table_files(self.lake.catalog, state, mine,
                                  live=not isinstance(source, tuple))
         log.debug(skipping.Reading(f"{state.schema.schema_name}.{state.table.table_name}",
                                    state.snapshot_id, skipped).describe())

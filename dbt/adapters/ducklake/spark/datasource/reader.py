@@ -1,6 +1,6 @@
 """``spark.read.format("ducklake").load("s.t")``: a batch read through the Python data source
 API, with time travel (``snapshot`` / ``timestamp``) and the filters Spark pushes used to skip
-data files (:mod:`...lake.pruning`, the native read's rules).
+data files (:mod:`...lake.file_skipping`, the native read's rules).
 
 Planning runs on the driver (a Python worker): the table's state at the snapshot, the files
 the pushed filters cannot rule out, grouped into tasks of about :data:`TASK_BYTES`; each task
@@ -38,7 +38,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ...lake import pruning
+from ...lake import file_skipping
 from ...lake.catalog import Catalog
 from ...lake.errors import InvalidArgumentError, NotFoundError
 from ...lake.models import ColumnInfo, DataFile
@@ -132,13 +132,13 @@ class LakeBatchReader(DataSourceReader):
                 f"({', '.join(schema.fieldNames())} -> {', '.join(self.out.names)}); read "
                 "again")
         self.columns = {c.column_name.lower(): c for c in state.columns}
-        self.predicates: list[pruning.Predicate] = []
+        self.predicates: list[file_skipping.Predicate] = []
 
     def partitions(self) -> Sequence[InputPartition]:
         state = table_state(self.options.lake, self.at, contents=True)
         if self.predicates:
             state = replace(state, data_files=_kept(self.options.lake.open(), state,
-                                                   pruning.And(tuple(self.predicates))))
+                                                   file_skipping.And(tuple(self.predicates))))
         files = arrow_read.file_parts(state, _deleted_positions(state))
         return partitions_of(state, self.out, files)
 
@@ -175,36 +175,37 @@ def pushdown_enabled() -> bool:
     return False
 
 
-def _kept(lake: Catalog, state: TableState, predicate: pruning.Predicate) -> list[DataFile]:
+def _kept(lake: Catalog, state: TableState, predicate: file_skipping.Predicate) -> list[DataFile]:
     """The files of ``state`` whose partition values and statistics allow a match."""
-    partitions, statistics = skipping.file_facts(lake, state, pruning.columns_of(predicate))
-    return pruning.skip_files(state.data_files, predicate, partitions, statistics).kept
+    columns = file_skipping.columns_of(predicate)
+    partitions, statistics = skipping.skipping_stats(lake, state, columns)
+    return file_skipping.skip_files(state.data_files, predicate, partitions, statistics).kept
 
 
-def _predicate(item: Filter, by_name: dict[str, ColumnInfo]) -> pruning.Predicate | None:
+def _predicate(item: Filter, by_name: dict[str, ColumnInfo]) -> file_skipping.Predicate | None:
     """A pushed filter as a file-skipping predicate, when the catalog can judge it."""
     attribute: tuple[str, ...] = tuple(getattr(item, "attribute", ()))
     if len(attribute) != 1:
         return None
     column = by_name.get(str(attribute[0]).lower())
-    if column is None or column.type.name not in pruning.SKIPPING_TYPES:
+    if column is None or column.type.name not in file_skipping.SKIPPING_TYPES:
         return None
     if isinstance(item, IsNull):
-        return pruning.IsNull(column.column_id)
+        return file_skipping.IsNull(column.column_id)
     if isinstance(item, IsNotNull):
-        return pruning.IsNull(column.column_id, negated=True)
+        return file_skipping.IsNull(column.column_id, negated=True)
     if isinstance(item, In):
         values = tuple(item.value)
         if not values or not all(_judged(v) for v in values):
             return None
-        return pruning.In(column.column_id, column.type, values)
+        return file_skipping.In(column.column_id, column.type, values)
     ops = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
            LessThanOrEqual: "<="}
     op = ops.get(type(item))
     value: Any = getattr(item, "value", None)
     if op is None or not _judged(value):
         return None
-    return pruning.Compare(column.column_id, column.type, op, value)
+    return file_skipping.Compare(column.column_id, column.type, op, value)
 
 
 def _judged(value: Any) -> bool:

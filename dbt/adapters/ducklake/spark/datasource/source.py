@@ -41,7 +41,7 @@ from ...lake.errors import DuckLakeError, InvalidArgumentError, NotFoundError
 from ...lake.inlining import rows as inlined_data
 from ...lake.models import ColumnInfo, split_changes
 from ..read import _deleted_positions
-from ..table_state import TableState, held_columns
+from ..table_state import TableState, file_column_ids
 from . import arrow_read
 from .options import ReadOptions
 from .reader import partitions_of, read_partition, table_state
@@ -180,8 +180,8 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             inlined = inlined_data.read_rows(
                 lake, conn, self.table_id, "begin_snapshot >= :a AND begin_snapshot <= :b",
                 {"a": span.start, "b": span.end})
-            held = held_columns(lake, conn, files)
-        state = replace(base, data_files=files, inlined=inlined, held=held)
+            file_columns = file_column_ids(lake, conn, files)
+        state = replace(base, data_files=files, inlined=inlined, file_columns=file_columns)
         parts = arrow_read.file_parts(state, {}, (span.start, span.end))
         return partitions_of(state, self.lineage, parts)
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.ducklake.lake.file_skipping import (
+    KeyRange,
+    files_in_ranges,
+    prunable,
+    rows_outside,
+)
 from dbt.adapters.ducklake.lake.models import ColumnInfo, DataFile
-from dbt.adapters.ducklake.lake.pruning import KeyRange, files_in_ranges, prunable, rows_outside
 from dbt.adapters.ducklake.lake.types import LakeType
 from dbt.adapters.ducklake.spark.merge_statement import (
     MergeClause,

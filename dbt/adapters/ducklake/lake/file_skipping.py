@@ -3,7 +3,7 @@
 A read's predicate is evaluated against what the catalog knows about each data file: its partition
 values (``ducklake_file_partition_value``) and its per-column statistics
 (``ducklake_file_column_stats``: min, max, null count, non-NULL count, NaN). A file is skipped only
-when those facts *prove* that no row of it satisfies the predicate; anything unknown -- a missing
+when those stats *prove* that no row of it satisfies the predicate; anything unknown -- a missing
 stats row (a column added after the file was written), a NULL bound, a value that does not parse, a
 float column that may hold NaN, a varchar bound that may be a truncated prefix -- keeps the file.
 Table-level statistics are never used (DuckDB 1.5.5 writes wrong ones in the case
@@ -132,14 +132,14 @@ def columns_of(predicate: Predicate) -> set[int]:
     return set()
 
 
-def judgeable(predicate: Predicate) -> bool:
+def skippable(predicate: Predicate) -> bool:
     """Whether any part of the predicate can rule a file out."""
     return bool(columns_of(predicate))
 
 
-# ------------------------------------------------------------------------------ file facts
+# ------------------------------------------------------------------------------ file stats
 @dataclass(frozen=True)
-class ColumnFacts:
+class ColumnStats:
     """What the catalog proves about one column in one file. ``None`` is unknown.
 
     ``lower``/``upper`` are inclusive bounds in :func:`.stats.sort_key` form; when
@@ -157,8 +157,8 @@ class ColumnFacts:
     bucket: tuple[int, int] | None = None
 
 
-FileFacts = Mapping[int, ColumnFacts]  # column id -> facts
-ALL_NULL = ColumnFacts(value_count=0)
+FileStats = Mapping[int, ColumnStats]  # column id -> stats
+ALL_NULL = ColumnStats(value_count=0)
 
 
 def value_key(value: Any, lake_type: LakeType) -> Any:
@@ -185,25 +185,25 @@ def value_key(value: Any, lake_type: LakeType) -> Any:
     return int(value)
 
 
-def stats_facts(lake_type: LakeType, null_count: int | None, value_count: int | None,
-                min_value: str | None, max_value: str | None,
-                contains_nan: bool | None) -> ColumnFacts:
-    """The facts of one ``ducklake_file_column_stats`` row."""
+def stats_from_row(lake_type: LakeType, null_count: int | None, value_count: int | None,
+                   min_value: str | None, max_value: str | None,
+                   contains_nan: bool | None) -> ColumnStats:
+    """The stats of one ``ducklake_file_column_stats`` row."""
     lower = upper = None
     try:
         if min_value is not None and max_value is not None:
             lower, upper = sort_key(min_value, lake_type), sort_key(max_value, lake_type)
     except (ValueError, ArithmeticError, KeyError):
         lower = upper = None
-    return ColumnFacts(
+    return ColumnStats(
         lower=lower, upper=upper, upper_is_prefix=lake_type.name in ("varchar", "json"),
         null_count=None if null_count is None else int(null_count),
         value_count=None if value_count is None else int(value_count),
         contains_nan=None if contains_nan is None else bool(contains_nan))
 
 
-def partition_facts(keys: Sequence[tuple[int, LakeType, str, str | None]]
-                    ) -> dict[int, ColumnFacts]:
+def stats_from_partition_values(keys: Sequence[tuple[int, LakeType, str, str | None]]
+                                ) -> dict[int, ColumnStats]:
     """What a file's partition values prove, per column: ``keys`` holds one
     ``(column id, column type, transform, value text)`` per partition key of the file.
 
@@ -216,36 +216,36 @@ def partition_facts(keys: Sequence[tuple[int, LakeType, str, str | None]]
     by_column: dict[int, list[tuple[LakeType, str, str | None]]] = {}
     for column_id, lake_type, transform, value in keys:
         by_column.setdefault(column_id, []).append((lake_type, transform, value))
-    out: dict[int, ColumnFacts] = {}
+    out: dict[int, ColumnStats] = {}
     for column_id, entries in by_column.items():
         if any(value is None for _, _, value in entries):
             out[column_id] = ALL_NULL
             continue
-        facts = _partition_column_facts(entries)
-        if facts is not None:
-            out[column_id] = facts
+        stats = _partition_column_stats(entries)
+        if stats is not None:
+            out[column_id] = stats
     return out
 
 
-def _partition_column_facts(entries: list[tuple[LakeType, str, str | None]]
-                            ) -> ColumnFacts | None:
+def _partition_column_stats(entries: list[tuple[LakeType, str, str | None]]
+                            ) -> ColumnStats | None:
     lake_type = entries[0][0]
     fields: dict[str, int] = {}
     for _, transform, value in entries:
         assert value is not None
         try:
             if transform == "identity":
-                return ColumnFacts(lower=sort_key(value, lake_type),
+                return ColumnStats(lower=sort_key(value, lake_type),
                                    upper=sort_key(value, lake_type), null_count=0)
             if transform.startswith("bucket("):
-                return ColumnFacts(bucket=(int(transform[7:-1]), int(value)), null_count=0)
+                return ColumnStats(bucket=(int(transform[7:-1]), int(value)), null_count=0)
             fields[transform] = int(value)
         except (ValueError, ArithmeticError, KeyError):
             return None
     span = _calendar_span(fields, lake_type.name)
     if span is None:
-        return ColumnFacts(null_count=0)
-    return ColumnFacts(lower=span[0], upper=span[1], null_count=0)
+        return ColumnStats(null_count=0)
+    return ColumnStats(lower=span[0], upper=span[1], null_count=0)
 
 
 def _calendar_span(fields: Mapping[str, int], type_name: str) -> tuple[int, int] | None:
@@ -279,17 +279,17 @@ def _calendar_span(fields: Mapping[str, int], type_name: str) -> tuple[int, int]
 
 
 # ------------------------------------------------------------------------------ judging
-def may_match(predicate: Predicate, facts: FileFacts) -> bool:
-    """False only when the facts prove no row of the file satisfies the predicate."""
+def may_match(predicate: Predicate, stats: FileStats) -> bool:
+    """False only when the stats prove no row of the file satisfies the predicate."""
     if isinstance(predicate, And):
-        return all(may_match(p, facts) for p in predicate.parts)
+        return all(may_match(p, stats) for p in predicate.parts)
     if isinstance(predicate, Or):
-        return any(may_match(p, facts) for p in predicate.parts)
+        return any(may_match(p, stats) for p in predicate.parts)
     if isinstance(predicate, Not):
-        return may_match(negate(predicate.part), facts)
+        return may_match(negate(predicate.part), stats)
     if isinstance(predicate, Unknown):
         return True
-    column = facts.get(predicate.column_id)
+    column = stats.get(predicate.column_id)
     if column is None:
         return True
     if isinstance(predicate, IsNull):
@@ -302,7 +302,7 @@ def may_match(predicate: Predicate, facts: FileFacts) -> bool:
     return _compare(column, predicate)
 
 
-def _compare(column: ColumnFacts, predicate: Compare) -> bool:
+def _compare(column: ColumnStats, predicate: Compare) -> bool:
     if column.value_count == 0:  # every value is NULL: no comparison holds
         return False
     value, lake_type, op = predicate.value, predicate.lake_type, predicate.op
@@ -337,7 +337,7 @@ def _compare(column: ColumnFacts, predicate: Compare) -> bool:
         return True
 
 
-def _may_reach(column: ColumnFacts, key: Any, strict: bool) -> bool:
+def _may_reach(column: ColumnStats, key: Any, strict: bool) -> bool:
     """Whether some value of the column may be >= ``key`` (> when ``strict``)."""
     high = column.upper
     if high is None:
@@ -358,9 +358,9 @@ class Skipped:
 
 
 def skip_files(files: Sequence[DataFile], predicate: Predicate,
-               partitions: Mapping[int, FileFacts], statistics: Mapping[int, FileFacts]
+               partitions: Mapping[int, FileStats], statistics: Mapping[int, FileStats]
                ) -> Skipped:
-    """The files that may hold a row satisfying ``predicate``: partition facts are judged
+    """The files that may hold a row satisfying ``predicate``: partition stats are judged
     first, then column statistics."""
     kept: list[DataFile] = []
     by_partition = by_statistics = 0
