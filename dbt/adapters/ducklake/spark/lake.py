@@ -63,7 +63,7 @@ from .compaction import CompactionResult, FlushResult
 from .constraints import NO_CONSTRAINTS, TableConstraints
 from .datasource import register as register_format
 from .dml import CommitInfo
-from .merge import MergeClause, MergeResult, merge_into
+from .merge import MergeClause, MergeResult, run_merge
 from .read import read as read_table
 from .table_state import TableState, load_state
 from .types import column_specs, table_schema
@@ -690,5 +690,5 @@ class LakeTable:
         info, earlier = self._batch(info, stream_id, batch_id)
         if earlier is not None:
             return MergeResult(earlier, 0, 0, 0)
-        return merge_into(self._target(), source, on, clauses, target_alias, source_alias,
+        return run_merge(self._target(), source, on, clauses, target_alias, source_alias,
                           info)

@@ -11,7 +11,7 @@ finds them (``Transaction.replanner``): the matched and not-matched-by-source cl
 them. If a source row matches one of them and the MERGE has a ``WHEN NOT MATCHED`` clause, the
 source row's fate changes (an update instead of an insert), so that is a conflict.
 
-:func:`merge_into` runs four steps, each a function of its own:
+:func:`run_merge` runs four steps, each a function of its own:
 
 - the plan (:func:`plan_merge`, a :class:`MergePlan`): the statement's keys and clauses
   (:mod:`.merge_statement`, no Spark), the target's data files pruned by the source's key
@@ -79,7 +79,7 @@ __all__ = [
     "MergeResult",
     "MergeStatement",
     "commit_outcome",
-    "merge_into",
+    "run_merge",
     "merge_outcome",
     "outcome_in_spark",
     "outcome_on_driver",
@@ -113,7 +113,7 @@ class MergeResult:
     inserted: int
 
 
-def merge_into(
+def run_merge(
     table: Target,
     source: DataFrame,
     on: str,

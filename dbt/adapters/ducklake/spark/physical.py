@@ -50,6 +50,7 @@ from ..lake.errors import UnsupportedTypeError
 from ..lake.inlining.codec import parquet_decoder
 from ..lake.models import ColumnInfo
 from ..lake.types import INTEGER_TYPES
+from ..lake.value_text import time_ns, time_text
 from . import expressions as sql
 from .types import FIELD_ID_KEY, convert, map_leaves, spark_type
 
@@ -297,7 +298,7 @@ def to_spark_value(value: Any, column: ColumnInfo) -> Any:
 def _spark_leaf(value: Any, column: ColumnInfo) -> Any:
     kind = column.type.name
     if kind in ("time", "timetz", "time_ns") and isinstance(value, dt.time):
-        return time_text(value, kind == "timetz")
+        return _time_value_text(value, kind == "timetz")
     if kind in ("uuid", "time", "timetz", "time_ns"):
         return str(value)
     if kind in ("int128", "uint128", "uint64"):
@@ -307,17 +308,15 @@ def _spark_leaf(value: Any, column: ColumnInfo) -> Any:
     return value
 
 
-def time_text(value: dt.time, zone: bool = False) -> str:
-    """A TIME as the text Parquet-backed rows get (:func:`.types.convert`): ``HH:MM:SS[.f]``
-    with trailing fraction zeros dropped, as DuckDB's ``CAST(t AS VARCHAR)``; a TIMETZ is
-    shifted to UTC and gets ``+00``."""
+def _time_value_text(value: dt.time, zone: bool) -> str:
+    """A TIME as the text Parquet-backed rows get (:func:`.types.convert`): DuckDB's
+    ``CAST(t AS VARCHAR)`` (:func:`.value_text.time_text`); a TIMETZ is shifted to UTC and
+    gets ``+00``."""
     if zone and value.tzinfo is not None:
         offset = value.utcoffset() or dt.timedelta(0)
         moment = dt.datetime.combine(dt.date(2000, 1, 1), value.replace(tzinfo=None)) - offset
         value = moment.time()
-    text = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    if value.microsecond:
-        text += "." + f"{value.microsecond:06d}".rstrip("0")
+    text = time_text(time_ns(value))
     return text + "+00" if zone else text
 
 
@@ -334,7 +333,6 @@ __all__ = [
     "promote",
     "sort_key",
     "spark_converter",
-    "time_text",
     "to_spark_value",
     "walk_value",
     "write_type",
