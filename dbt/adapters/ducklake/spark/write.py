@@ -377,6 +377,46 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     keys = tuple(partition_keys)
     if split_new_rows and not (row_ids and lake_files.is_local(table_dir)):
         raise AssertionError("split_new_rows needs row ids and a local data path")
+    df = _laid_out(df, keys, sort_by, single_file, split_new_rows, drop_after_sort)
+    observed = _observed(df, columns)
+    try:
+        writer = observed.df.write.mode("overwrite")
+        for key, value in {**WRITE_OPTIONS, **_spark_parquet_options(parquet)}.items():
+            writer = writer.option(key, value)
+        if keys or split_new_rows:
+            writer = writer.partitionBy(PARTITION_COLUMN)
+        with statement_sizing.sized(spark, df):  # small inputs: no codegen, one partition
+            writer.parquet(staging)
+        values = observed.observation.get
+    except BaseException as exc:
+        _hadoop_delete(spark, staging)
+        storage = storage_error(exc, table_dir)
+        if storage is not None:
+            raise storage from exc
+        raise
+    violations = {c.column_name: int(values.get(f"null_{c.column_id}") or 0)
+                  for c in observed.required}
+    violations = {k: v for k, v in violations.items() if v}
+    if violations:
+        _hadoop_delete(spark, staging)
+        raise not_null_error(violations)
+    staged = StagedWrite(spark, staging, partition_keys=keys)
+    staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
+                          for c in observed.floats}
+    try:
+        _collect_files(staged, columns, row_ids, snapshot_ids, split_new_rows)
+    except BaseException:
+        staged.discard()
+        raise
+    faults.reach("files_staged")
+    return staged
+
+
+def _laid_out(df: DataFrame, keys: tuple[PartitionKey, ...], sort_by: Sequence[Any],
+              single_file: bool, split_new_rows: bool, drop_after_sort: Sequence[str],
+              ) -> DataFrame:
+    """``df`` shuffled and sorted as its files must be: one partition per file, new rows
+    apart from kept ones (``split_new_rows``), each file in the table's sort order."""
     new_kind = F.when(F.col(ROW_ID_COLUMN).isNull(), F.lit(_NEW_ROWS)).otherwise(F.lit("k")) \
         if split_new_rows else None
     if sort_by and not keys and not single_file:
@@ -399,9 +439,24 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         df = df.sortWithinPartitions(*by_file, *sort_by)
     if drop_after_sort:  # columns that only ordered the rows (a projection keeps the order)
         df = df.drop(*drop_after_sort)
+    return df
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """A write's rows with what Spark counts while writing them: rows, whether each float
+    column holds a NaN (for its statistics), NULLs in each NOT NULL column (a violation)."""
+
+    df: DataFrame
+    observation: Observation
+    floats: list[ColumnInfo]
+    required: list[ColumnInfo]
+
+
+def _observed(df: DataFrame, columns: Sequence[ColumnInfo]) -> _Observed:
     floats = [c for c in columns if c.type.name in FLOAT_TYPES]
-    observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     required = [c for c in columns if not c.nulls_allowed]
+    observation = Observation(f"ducklake_{uuid.uuid4().hex}")
     metrics = [F.count(F.lit(1)).alias("rows")] + [
         F.max(F.isnan(F.col(sql.ident(c.column_name))).cast("int")).alias(f"nan_{c.column_id}")
         for c in floats
@@ -409,67 +464,45 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
         F.sum(F.col(sql.ident(c.column_name)).isNull().cast("long")).alias(f"null_{c.column_id}")
         for c in required
     ]
-    observed = df.observe(observation, *metrics)
-    try:
-        writer = observed.write.mode("overwrite")
-        for key, value in {**WRITE_OPTIONS, **_spark_parquet_options(parquet)}.items():
-            writer = writer.option(key, value)
-        if keys or split_new_rows:
-            writer = writer.partitionBy(PARTITION_COLUMN)
-        with statement_sizing.sized(spark, df):  # small inputs: no codegen, one partition
-            writer.parquet(staging)
-        values = observation.get
-    except BaseException as exc:
-        _hadoop_delete(spark, staging)
-        storage = storage_error(exc, table_dir)
-        if storage is not None:
-            raise storage from exc
-        raise
-    violations = {c.column_name: int(values.get(f"null_{c.column_id}") or 0) for c in required}
-    violations = {k: v for k, v in violations.items() if v}
-    if violations:
-        _hadoop_delete(spark, staging)
-        raise not_null_error(violations)
-    staged = StagedWrite(spark, staging, partition_keys=keys)
-    staged.nan_columns = {c.column_id: bool(values.get(f"nan_{c.column_id}") or 0)
-                          for c in floats}
+    return _Observed(df.observe(observation, *metrics), observation, floats, required)
+
+
+def _collect_files(staged: StagedWrite, columns: Sequence[ColumnInfo], row_ids: bool,
+                   snapshot_ids: bool, split_new_rows: bool) -> None:
+    """Find the files Spark wrote, give them DuckDB's column types and complete field ids,
+    split off the new rows' files (their row-id column dropped), and read their footers."""
+    spark, keys = staged.spark, staged.partition_keys
     patch = needs_field_id_patch(columns)
     ids = field_id_paths(columns, row_ids, snapshot_ids) if patch else {}
     retyped = physical.leaves(columns)
-    try:
-        labels: dict[str, tuple[str | None, ...]] = {}
-        for path in _hadoop_list(spark, staging, recursive=bool(keys) or split_new_rows):
-            if not path.endswith(".parquet"):
-                continue
-            if retyped:  # columns written physically get DuckDB's logical types
-                if not lake_files.is_local(path):
-                    raise DataFileError(f"cannot give {path} DuckDB's column types in place: "
-                                        "such files are written by stage_arrow")
-                local = lake_files.strip_scheme(path)
-                retype_file(local, retyped, _bounds_reader(local))
-            if patch:
-                if lake_files.is_local(path):
-                    set_field_ids(path, ids)
-                else:
-                    staged.field_ids_complete = False
-            if split_new_rows and \
-                    path.rsplit("/", 2)[-2].startswith(f"{PARTITION_COLUMN}={_NEW_ROWS}"):
-                drop_last_column(lake_files.strip_scheme(path), ROW_ID_COLUMN)
-                staged.new_rows.add(path)
-            metadata, size, footer = lake_files.read_footer(path)
-            if metadata.num_rows == 0:
-                continue
-            staged.files.append((path, metadata, size, footer))
-            if keys:
-                directory = path.rsplit("/", 1)[0]
-                if directory not in labels:
-                    labels[directory] = _partition_values(path, keys)
-                staged.partition_values[path] = labels[directory]
-    except BaseException:
-        staged.discard()
-        raise
-    faults.reach("files_staged")
-    return staged
+    labels: dict[str, tuple[str | None, ...]] = {}
+    for path in _hadoop_list(spark, staged.staging_dir, recursive=bool(keys) or split_new_rows):
+        if not path.endswith(".parquet"):
+            continue
+        if retyped:  # columns written physically get DuckDB's logical types
+            if not lake_files.is_local(path):
+                raise DataFileError(f"cannot give {path} DuckDB's column types in place: "
+                                    "such files are written by stage_arrow")
+            local = lake_files.strip_scheme(path)
+            retype_file(local, retyped, _bounds_reader(local))
+        if patch:
+            if lake_files.is_local(path):
+                set_field_ids(path, ids)
+            else:
+                staged.field_ids_complete = False
+        if split_new_rows and \
+                path.rsplit("/", 2)[-2].startswith(f"{PARTITION_COLUMN}={_NEW_ROWS}"):
+            drop_last_column(lake_files.strip_scheme(path), ROW_ID_COLUMN)
+            staged.new_rows.add(path)
+        metadata, size, footer = lake_files.read_footer(path)
+        if metadata.num_rows == 0:
+            continue
+        staged.files.append((path, metadata, size, footer))
+        if keys:
+            directory = path.rsplit("/", 1)[0]
+            if directory not in labels:
+                labels[directory] = _partition_values(path, keys)
+            staged.partition_values[path] = labels[directory]
 
 
 # The hive directory value (prefix) of new rows' files in a split write (stage).

@@ -18,6 +18,7 @@ text in a tag for this engine's own reads; a view that cannot be is stored as Sp
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -412,90 +413,152 @@ def _spark_meaning(node: Any) -> Any:
     """``node`` rewritten so that DuckDB gives what Spark gives for it; constructs that cannot
     be are refused. Spark's ANSI errors (an index out of range, a division by zero) may be a
     NULL in DuckDB: an error is never a different row."""
-    from sqlglot import exp
     from sqlglot.errors import UnsupportedError
 
-    def refuse(why: str) -> UnsupportedError:
-        return UnsupportedError(f"{node.sql(SPARK)}: {why}")
-
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
-        if "DECIMAL" in (_spark_type(node.this), _spark_type(node.expression)):
-            # past 38 digits Spark rounds the result to fewer decimals; DuckDB does not
-            digits = _decimal(node)
-            if digits is None or digits[0] > 38:
-                raise refuse("decimal arithmetic whose result may exceed 38 digits")
-        return node
-    if isinstance(node, exp.Cast):
-        target = node.to.this.name
-        kind, source = _cast_kind(target), _type(node.this)
-        if kind is None:
-            raise refuse(f"a cast to {target}")
-        if source not in _CASTS[kind] and not (kind == "integer" and source in _NUMBERS):
-            raise refuse(f"a cast from {source.lower()} to {target}, which the engines "
-                         "do differently")
-        value = _inner(node.this)
-        if kind == "integer" and source not in _WHOLE:
-            value = exp.Anonymous(this="TRUNC", expressions=[value])  # Spark truncates
-        return exp.Cast(this=value, to=node.to.copy())  # sqlglot makes Spark's a TRY_CAST
-    if isinstance(node, exp.Div):
-        if _spark_type(node.this) not in _INTEGERS | _FLOATS or \
-                _spark_type(node.expression) not in _INTEGERS | _FLOATS:
-            raise refuse("a division of decimals (or of values of unknown type): Spark's is "
-                         "a DECIMAL, DuckDB's a DOUBLE")
-        return node
-    if isinstance(node, exp.Avg):
-        if _type(node.this) not in _INTEGERS | _FLOATS:
-            raise refuse("an average of decimals (or of values of unknown type): Spark's is "
-                         "a DECIMAL, DuckDB's a DOUBLE")
-        return node
-    if isinstance(node, exp.Round):
-        if _type(node.this) not in _INTEGERS | _DECIMALS:
-            raise refuse("rounding a double (or a value of unknown type)")
-        return node
-    if isinstance(node, exp.Substring):
-        start = node.args.get("start")
-        if start is not None and not (isinstance(start, exp.Literal) and not start.is_string
-                                      and int(start.this) > 0):
-            raise refuse("a substring whose start is not a positive number: Spark reads 0 "
-                         "as 1")
-        return node
-    if isinstance(node, (exp.Like, exp.ILike)):
-        pattern = node.expression
-        if not (isinstance(pattern, exp.Literal) and pattern.is_string) or "\\" in pattern.this:
-            raise refuse("a LIKE pattern that is not a literal without backslashes: Spark "
-                         "escapes with a backslash, DuckDB does not")
-        return node
-    if isinstance(node, (exp.Concat, exp.ConcatWs, exp.Length)):
-        values = node.expressions if not isinstance(node, exp.Length) else [node.this]
-        if isinstance(node, exp.ConcatWs):
-            values = values[1:]
-        if any(_type(v) not in _TEXT for v in values):
-            raise refuse("a string function over values that are not all strings")
-        return node
-    if isinstance(node, exp.TsOrDsAdd):
-        # Spark's date_add is a DATE; DuckDB's DATE + INTERVAL is a TIMESTAMP, DATE + n a DATE
-        date = exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))
-        return exp.Paren(this=exp.Add(this=date, expression=_inner(node.expression)))
-    if isinstance(node, exp.DayOfWeek):
-        # Spark counts Sunday as 1, DuckDB as 0
-        return exp.Paren(this=exp.Add(this=exp.Anonymous(this="DAYOFWEEK", expressions=[
-            exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))]),
-            expression=exp.Literal.number(1)))
-    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
-        kind, index = _type(node.this), node.expressions[0]
-        if kind == "MAP":
-            return exp.Anonymous(this="MAP_EXTRACT_VALUE",
-                                 expressions=[_inner(node.this), _inner(index)])
-        if kind != "ARRAY":
-            raise refuse("an element of a value of unknown type")
-        # l[i] counts from 0, element_at(l, i) from 1; DuckDB's list_extract from 1
-        if not node.args.get("offset"):
-            index = exp.Literal.number(int(index.this) + 1) if isinstance(index, exp.Literal) \
-                else exp.Paren(this=exp.Add(this=_inner(index), expression=exp.Literal.number(1)))
-        return exp.Anonymous(this="LIST_EXTRACT", expressions=[_inner(node.this), _inner(index)])
-    if isinstance(node, exp.Bracket):
-        raise refuse("an element access with several indexes")
+    for kinds, rule in _meaning_rules():
+        if isinstance(node, kinds):
+            try:
+                return rule(node)
+            except _Refused as why:
+                raise UnsupportedError(f"{cast(Any, node).sql(SPARK)}: {why}") from None
     return node
+
+
+class _Refused(Exception):
+    """A construct whose meaning differs between the engines (the message says how)."""
+
+
+@functools.cache
+def _meaning_rules() -> tuple[tuple[tuple[type, ...], Callable[[Any], Any]], ...]:
+    """Each kind of sqlglot node with a meaning of its own, and its rule (sqlglot is imported
+    on first use: a process that never translates a view does not load it)."""
+    from sqlglot import exp
+
+    return (
+        ((exp.Add, exp.Sub, exp.Mul), _arithmetic),
+        ((exp.Cast,), _cast),
+        ((exp.Div,), _division),
+        ((exp.Avg,), _average),
+        ((exp.Round,), _round),
+        ((exp.Substring,), _substring),
+        ((exp.Like, exp.ILike), _like),
+        ((exp.Concat, exp.ConcatWs, exp.Length), _string_function),
+        ((exp.TsOrDsAdd,), _date_add),
+        ((exp.DayOfWeek,), _day_of_week),
+        ((exp.Bracket,), _element),
+    )
+
+
+def _arithmetic(node: Any) -> Any:
+    if "DECIMAL" in (_spark_type(node.this), _spark_type(node.expression)):
+        # past 38 digits Spark rounds the result to fewer decimals; DuckDB does not
+        digits = _decimal(node)
+        if digits is None or digits[0] > 38:
+            raise _Refused("decimal arithmetic whose result may exceed 38 digits")
+    return node
+
+
+def _cast(node: Any) -> Any:
+    from sqlglot import exp
+
+    target = node.to.this.name
+    kind, source = _cast_kind(target), _type(node.this)
+    if kind is None:
+        raise _Refused(f"a cast to {target}")
+    if source not in _CASTS[kind] and not (kind == "integer" and source in _NUMBERS):
+        raise _Refused(f"a cast from {source.lower()} to {target}, which the engines "
+                       "do differently")
+    value = _inner(node.this)
+    if kind == "integer" and source not in _WHOLE:
+        value = exp.Anonymous(this="TRUNC", expressions=[value])  # Spark truncates
+    return exp.Cast(this=value, to=node.to.copy())  # sqlglot makes Spark's a TRY_CAST
+
+
+def _division(node: Any) -> Any:
+    if _spark_type(node.this) not in _INTEGERS | _FLOATS or \
+            _spark_type(node.expression) not in _INTEGERS | _FLOATS:
+        raise _Refused("a division of decimals (or of values of unknown type): Spark's is "
+                       "a DECIMAL, DuckDB's a DOUBLE")
+    return node
+
+
+def _average(node: Any) -> Any:
+    if _type(node.this) not in _INTEGERS | _FLOATS:
+        raise _Refused("an average of decimals (or of values of unknown type): Spark's is "
+                       "a DECIMAL, DuckDB's a DOUBLE")
+    return node
+
+
+def _round(node: Any) -> Any:
+    if _type(node.this) not in _INTEGERS | _DECIMALS:
+        raise _Refused("rounding a double (or a value of unknown type)")
+    return node
+
+
+def _substring(node: Any) -> Any:
+    from sqlglot import exp
+
+    start = node.args.get("start")
+    if start is not None and not (isinstance(start, exp.Literal) and not start.is_string
+                                  and int(start.this) > 0):
+        raise _Refused("a substring whose start is not a positive number: Spark reads 0 as 1")
+    return node
+
+
+def _like(node: Any) -> Any:
+    from sqlglot import exp
+
+    pattern = node.expression
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string) or "\\" in pattern.this:
+        raise _Refused("a LIKE pattern that is not a literal without backslashes: Spark "
+                       "escapes with a backslash, DuckDB does not")
+    return node
+
+
+def _string_function(node: Any) -> Any:
+    from sqlglot import exp
+
+    values = node.expressions if not isinstance(node, exp.Length) else [node.this]
+    if isinstance(node, exp.ConcatWs):
+        values = values[1:]
+    if any(_type(v) not in _TEXT for v in values):
+        raise _Refused("a string function over values that are not all strings")
+    return node
+
+
+def _date_add(node: Any) -> Any:
+    from sqlglot import exp
+
+    # Spark's date_add is a DATE; DuckDB's DATE + INTERVAL is a TIMESTAMP, DATE + n a DATE
+    date = exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))
+    return exp.Paren(this=exp.Add(this=date, expression=_inner(node.expression)))
+
+
+def _day_of_week(node: Any) -> Any:
+    from sqlglot import exp
+
+    # Spark counts Sunday as 1, DuckDB as 0
+    return exp.Paren(this=exp.Add(this=exp.Anonymous(this="DAYOFWEEK", expressions=[
+        exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))]),
+        expression=exp.Literal.number(1)))
+
+
+def _element(node: Any) -> Any:
+    from sqlglot import exp
+
+    if len(node.expressions) != 1:
+        raise _Refused("an element access with several indexes")
+    kind, index = _type(node.this), node.expressions[0]
+    if kind == "MAP":
+        return exp.Anonymous(this="MAP_EXTRACT_VALUE",
+                             expressions=[_inner(node.this), _inner(index)])
+    if kind != "ARRAY":
+        raise _Refused("an element of a value of unknown type")
+    # l[i] counts from 0, element_at(l, i) from 1; DuckDB's list_extract from 1
+    if not node.args.get("offset"):
+        index = exp.Literal.number(int(index.this) + 1) if isinstance(index, exp.Literal) \
+            else exp.Paren(this=exp.Add(this=_inner(index), expression=exp.Literal.number(1)))
+    return exp.Anonymous(this="LIST_EXTRACT", expressions=[_inner(node.this), _inner(index)])
 
 
 def _name_outputs(tree: Any, names: Sequence[str]) -> None:
