@@ -238,34 +238,15 @@ class Transaction:
             except _CommitDropped as exc:
                 if attempt >= max_retry_count:
                     self.discard_files()
-                    raise CatalogConnectionError(
-                        f"the catalog connection failed while committing, {attempt + 1} times "
-                        f"({first_line(exc.__cause__ or exc)}); none of the attempts landed, "
-                        "so nothing was committed. Check the catalog server and rerun."
-                    ) from exc.__cause__
+                    raise _dropped_error(exc, attempt) from exc.__cause__
                 log.warning("the catalog connection failed during COMMIT (%s); the commit did "
                             "not land, retrying", first_line(exc.__cause__ or exc))
-                self._wait(attempt, retry_wait_ms, retry_backoff)
-                attempt += 1
-                continue
             except (IntegrityError, OperationalError) as exc:
                 if not _retryable(exc) or attempt >= max_retry_count:
                     self.discard_files()
-                    if _retryable(exc):
-                        raise CommitFailedError(
-                            f"could not commit after {attempt + 1} attempts because other "
-                            f"writers kept committing first ({first_line(exc)}); the lake is "
-                            "unchanged. Retry later or raise max_retry_count."
-                        ) from exc
-                    raise CommitFailedError(
-                        f"the catalog rejected the commit: {first_line(exc)}; the lake is "
-                        "unchanged"
-                    ) from exc
+                    raise _rejected_error(exc, attempt) from exc
                 log.debug("commit attempt %d lost a race (%s); retrying",
                           attempt, first_line(exc))
-                self._wait(attempt, retry_wait_ms, retry_backoff)
-                attempt += 1
-                continue
             except (CommitConflictError, AlreadyExistsError, NotFoundError,
                     InvalidArgumentError):
                 self.discard_files()
@@ -275,21 +256,15 @@ class Transaction:
                 raise
             except DBAPIError as exc:
                 self.discard_files()
-                if permission_denied(exc):
-                    raise CommitFailedError(
-                        f"the catalog refused the write: {first_line(exc)}. This role may read "
-                        "the lake but not write to it (see README, Access control); nothing "
-                        "was committed"
-                    ) from exc
-                raise CatalogConnectionError(
-                    f"the catalog failed during the commit: {first_line(exc)}; nothing was "
-                    "committed"
-                ) from exc
+                raise _catalog_error(exc) from exc
             except BaseException:
                 self.discard_files()
                 raise
-            self.result = snapshot
-            return snapshot
+            else:
+                self.result = snapshot
+                return snapshot
+            self._wait(attempt, retry_wait_ms, retry_backoff)
+            attempt += 1
 
     @staticmethod
     def _wait(attempt: int, retry_wait_ms: float, retry_backoff: float) -> None:
@@ -326,20 +301,7 @@ class Transaction:
                 if replan and self.replans == 0:
                     raise _Replan(latest)  # leaves the block: rolled back, nothing claimed
                 backend = _backend_pid(conn, lake.dialect)
-                now = datetime.now(timezone.utc)
-                ctx = CommitContext(
-                    lake=lake, conn=conn, base=self.base, latest=latest,
-                    snapshot_id=latest.snapshot_id + 1, schema_version=latest.schema_version,
-                    next_catalog_id=latest.next_catalog_id, next_file_id=latest.next_file_id,
-                    now=now,
-                )
-                # Claim the snapshot id first, as DuckDB does, so a racing writer fails early.
-                ctx.exec(
-                    f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:sid, :t, :sv, :nc, :nf)",
-                    {"sid": ctx.snapshot_id, "t": lake.encode_time(now),
-                     "sv": latest.schema_version, "nc": latest.next_catalog_id,
-                     "nf": latest.next_file_id},
-                )
+                ctx = _claim_snapshot(lake, conn, self.base, latest)
                 if replan:
                     # No other writer can commit until this transaction ends: the rows
                     # inserted up to ``latest`` are all there is to plan for.
@@ -347,43 +309,23 @@ class Transaction:
                     ctx.base = self.base
                 for _, op in sorted(self._ops, key=lambda item: item[0]):
                     op(ctx)
-                for tid in ctx.schema_version_rows:
-                    ctx.exec(
-                        f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:s, :v, :t)",
-                        {"s": ctx.snapshot_id, "v": ctx.schema_version, "t": tid},
-                    )
-                ctx.exec(
-                    f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :sv, "
-                    "next_catalog_id = :nc, next_file_id = :nf WHERE snapshot_id = :sid",
-                    {"sv": ctx.schema_version, "nc": ctx.next_catalog_id,
-                     "nf": ctx.next_file_id, "sid": ctx.snapshot_id},
-                )
-                changes = ",".join(t for _, t in sorted(ctx.changes, key=lambda c: c[0])) or None
-                ctx.exec(
-                    f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES "
-                    "(:sid, :c, :a, :m, :e)",
-                    {"sid": ctx.snapshot_id, "c": changes, "a": author, "m": message,
-                     "e": extra},
-                )
-                sent = _Sent(Snapshot(ctx.snapshot_id, now, ctx.schema_version,
-                                      ctx.next_catalog_id, ctx.next_file_id, changes, author,
-                                      message, extra), backend)
+                sent = _Sent(_close_snapshot(ctx, author, message, extra), backend)
                 # Leaving the block sends COMMIT; from here on a failure may hide a commit
                 # that landed. (Injected faults stand in for a failing COMMIT.)
                 faults.reach("catalog_transaction", conn=conn)
         except BaseException as exc:
-            if sent is not None and isinstance(exc, DBAPIError):
+            dropped = sent is not None and isinstance(exc, DBAPIError)
+            if dropped:
+                assert sent is not None
                 landed = self._check_landed(sent, exc)
                 if landed is not None:
                     return landed
                 self._dropped.append(sent.snapshot)
-                if ctx is not None:
-                    for undo in ctx.on_failure:
-                        undo()
-                raise _CommitDropped() from exc
             if ctx is not None:
                 for undo in ctx.on_failure:
                     undo()
+            if dropped:
+                raise _CommitDropped() from exc
             raise
         for hook in ctx.after_commit:
             # The snapshot has landed: a failing follow-up must not make the caller treat
@@ -495,6 +437,48 @@ class Transaction:
         return f"another transaction deleted rows from the same data file (id {row[0]})"
 
 
+def _claim_snapshot(lake: Catalog, conn: Connection, base: Snapshot,
+                    latest: Snapshot) -> CommitContext:
+    """The context of a commit on top of ``latest``, whose snapshot id it claims first, as
+    DuckDB does, so that a racing writer fails early."""
+    now = datetime.now(timezone.utc)
+    ctx = CommitContext(
+        lake=lake, conn=conn, base=base, latest=latest, snapshot_id=latest.snapshot_id + 1,
+        schema_version=latest.schema_version, next_catalog_id=latest.next_catalog_id,
+        next_file_id=latest.next_file_id, now=now,
+    )
+    ctx.exec(
+        f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:sid, :t, :sv, :nc, :nf)",
+        {"sid": ctx.snapshot_id, "t": lake.encode_time(now), "sv": latest.schema_version,
+         "nc": latest.next_catalog_id, "nf": latest.next_file_id},
+    )
+    return ctx
+
+
+def _close_snapshot(ctx: CommitContext, author: str | None, message: str | None,
+                    extra: str | None) -> Snapshot:
+    """After the staged operations ran: the schema versions they bumped, the snapshot's final
+    id counters and its ``ducklake_snapshot_changes`` row; the snapshot as it will land."""
+    for tid in ctx.schema_version_rows:
+        ctx.exec(
+            f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:s, :v, :t)",
+            {"s": ctx.snapshot_id, "v": ctx.schema_version, "t": tid},
+        )
+    ctx.exec(
+        f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :sv, "
+        "next_catalog_id = :nc, next_file_id = :nf WHERE snapshot_id = :sid",
+        {"sv": ctx.schema_version, "nc": ctx.next_catalog_id, "nf": ctx.next_file_id,
+         "sid": ctx.snapshot_id},
+    )
+    changes = ",".join(t for _, t in sorted(ctx.changes, key=lambda c: c[0])) or None
+    ctx.exec(
+        f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES (:sid, :c, :a, :m, :e)",
+        {"sid": ctx.snapshot_id, "c": changes, "a": author, "m": message, "e": extra},
+    )
+    return Snapshot(ctx.snapshot_id, ctx.now, ctx.schema_version, ctx.next_catalog_id,
+                    ctx.next_file_id, changes, author, message, extra)
+
+
 # ---------------------------------------------------------------------------------- helpers
 AMBIGUOUS_CHECK_SECONDS = 30.0
 
@@ -566,6 +550,32 @@ def _retryable(exc: BaseException) -> bool:
     return any(word in msg for word in ("primary key", "unique", "conflict", "concurrent",
                                         "database is locked", "duplicate key",
                                         "could not serialize"))
+
+
+def _dropped_error(exc: _CommitDropped, attempt: int) -> CatalogConnectionError:
+    return CatalogConnectionError(
+        f"the catalog connection failed while committing, {attempt + 1} times "
+        f"({first_line(exc.__cause__ or exc)}); none of the attempts landed, so nothing was "
+        "committed. Check the catalog server and rerun.")
+
+
+def _rejected_error(exc: DBAPIError, attempt: int) -> CommitFailedError:
+    if _retryable(exc):
+        return CommitFailedError(
+            f"could not commit after {attempt + 1} attempts because other writers kept "
+            f"committing first ({first_line(exc)}); the lake is unchanged. Retry later or "
+            "raise max_retry_count.")
+    return CommitFailedError(
+        f"the catalog rejected the commit: {first_line(exc)}; the lake is unchanged")
+
+
+def _catalog_error(exc: DBAPIError) -> CommitFailedError | CatalogConnectionError:
+    if permission_denied(exc):
+        return CommitFailedError(
+            f"the catalog refused the write: {first_line(exc)}. This role may read the lake "
+            "but not write to it (see README, Access control); nothing was committed")
+    return CatalogConnectionError(
+        f"the catalog failed during the commit: {first_line(exc)}; nothing was committed")
 
 
 def insert_rows(ctx: CommitContext, table: str, rows: Sequence[dict[str, Any]]) -> None:
