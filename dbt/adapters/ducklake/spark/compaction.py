@@ -138,16 +138,17 @@ def _write(slake: LakeWriter, state: TableState, df: DataFrame, columns: Sequenc
            row_ids: bool, snapshot_ids: bool, sort_by: Sequence[Column],
            parquet: lake_options.ParquetOptions,
            partition_keys: Sequence[Any] = (), directory: str = "",
-           drop_after_sort: Sequence[str] = (), carrier: bool = False,
+           drop_after_sort: Sequence[str] = (), keep_physical: bool = False,
            ) -> tuple[list[NewDataFile], list[str], list[tuple[list[int], list[int]]]]:
-    """Write ``df`` (conformed columns + hidden ones; ``carrier``: by
-    :func:`.write.conform_carrier`) as new files of the table; returns the files, their paths
+    """Write ``df`` (conformed columns + hidden ones; ``keep_physical``: by
+    :func:`.write.conform_physical`) as new files of the table; returns the files, their paths
     and, per file, the row ids and snapshot ids it holds.
 
     Spark writes the files, unless a column needs pyarrow (:func:`.physical.needs_arrow`) or
     the footers of physically written columns cannot be patched in place (an object store).
     """
-    if carrier and (physical.needs_arrow(columns) or not lake_files.is_local(state.table_dir)):
+    if keep_physical and (physical.needs_arrow(columns)
+                          or not lake_files.is_local(state.table_dir)):
         staged = spark_write.stage_arrow(slake.spark, df, state.table_dir, columns, row_ids,
                                          partition_keys, snapshot_ids=snapshot_ids,
                                          parquet=parquet, sort_by=sort_by,
@@ -216,24 +217,24 @@ def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
     rows = 0
     for block in blocks:
         columns = list(block.columns)
-        carrier = physical.needs_physical(columns)
+        keep_physical = physical.needs_physical(columns)
         keys: tuple[Any, ...] = ()
         if spec is not None:
             try:
                 keys = keys_of_spec(spec, columns)
             except NotFoundError:
                 keys = ()  # a key column this schema version lacks: leave the rows unsplit
-        if carrier and any(k.column.type.name in physical.WRITTEN_AS for k in keys):
+        if keep_physical and any(k.column.type.name in physical.WRITTEN_AS for k in keys):
             raise UnsupportedTypeError(
                 "the table is partitioned by a column of a type Spark cannot write "
                 f"({', '.join(str(k.column.type) for k in keys)})")
-        df = _block_frame(slake, block, columns, carrier)
-        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        df = _block_frame(slake, block, columns, keep_physical)
+        conform = spark_write.conform_physical if keep_physical else spark_write.conform
         conformed = conform(df, columns, row_ids=True, snapshot_ids=True)
-        sort_by = [*spark_order(keys_sorted, columns, carrier), F.col(ROW_ID_COLUMN),
+        sort_by = [*spark_order(keys_sorted, columns, keep_physical), F.col(ROW_ID_COLUMN),
                    F.col(SNAPSHOT_ID_COLUMN)]
         files, written, hidden = _write(slake, state, conformed, columns, True, True, sort_by,
-                                        parquet, partition_keys=keys, carrier=carrier)
+                                        parquet, partition_keys=keys, keep_physical=keep_physical)
         paths.extend(written)
         ended = {(rid, begin): end for rid, begin, end in
                  zip(block.row_ids, block.begin_snapshots, block.end_snapshots)
@@ -256,14 +257,14 @@ def _flush_table(slake: LakeWriter, info: TableInfo) -> TableFlush | None:
 
 
 def _block_frame(slake: LakeWriter, block: inlined_data.InlinedRows,
-                 columns: Sequence[ColumnInfo], carrier: bool = False) -> DataFrame:
+                 columns: Sequence[ColumnInfo], keep_physical: bool = False) -> DataFrame:
     """Inlined rows (read ``exact``) as a DataFrame with their row ids and snapshots; with
-    ``carrier`` in the form a carrier scan of Parquet gives (:mod:`.physical`)."""
-    schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
+    ``keep_physical`` in the form a physical scan of Parquet gives (:mod:`.physical`)."""
+    schema = StructType([StructField(c.column_name, spark_type(c, physical=keep_physical), True)
                          for c in columns]
                         + [StructField(ROW_ID_COLUMN, LongType(), True),
                            StructField(SNAPSHOT_ID_COLUMN, LongType(), True)])
-    convert = [physical.carrier_converter(c) if carrier else physical.spark_converter(c)
+    convert = [physical.physical_converter(c) if keep_physical else physical.spark_converter(c)
                for c in columns]
     data = [tuple(to(v) for v, to in zip(values, convert)) + (rid, begin)
             for values, rid, begin in zip(block.values, block.row_ids, block.begin_snapshots)]
@@ -330,22 +331,22 @@ def _merge_table(slake: LakeWriter, info: TableInfo, low: int | None, high: int 
     for sources in groups:
         first = sources[0].data_file
         columns = state.columns_at(first.begin_snapshot, cache)
-        carrier = physical.needs_physical(columns)
+        keep_physical = physical.needs_physical(columns)
         part = _sources_state(state, sources, columns)
-        df = scan(slake.spark, part, metadata=True, carrier=carrier)
-        order = spark_order(keys, columns, carrier)
+        df = scan(slake.spark, part, metadata=True, keep_physical=keep_physical)
+        order = spark_order(keys, columns, keep_physical)
         row_ids = bool(order) or not lake_compaction.contiguous(sources) or any(
             _embeds_row_ids(part, s.data_file) for s in sources)
         out = df.select(*[F.col(ident(c.column_name)) for c in columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN),
                         F.col(SNAPSHOT_ID).alias(SNAPSHOT_ID_COLUMN))
-        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        conform = spark_write.conform_physical if keep_physical else spark_write.conform
         conformed = conform(out, columns, row_ids=True, snapshot_ids=True)
         # Without a row-id column the row ids are row_id_start + position: keep row-id order.
         new, written, hidden = _write(
             slake, part, conformed, columns, row_ids, True, [*order, F.col(ROW_ID_COLUMN)],
             parquet, directory=lake_compaction.hive_directory(first),
-            drop_after_sort=() if row_ids else (ROW_ID_COLUMN,), carrier=carrier)
+            drop_after_sort=() if row_ids else (ROW_ID_COLUMN,), keep_physical=keep_physical)
         paths.extend(written)
         if len(new) != 1:
             raise AssertionError(f"merging {len(sources)} files wrote {len(new)} files")
@@ -414,19 +415,19 @@ def _rewrite_table(slake: LakeWriter, info: TableInfo,
         return None
     rewrites: list[tuple[Sequence[SourceFile], list[NewDataFile]]] = []
     paths: list[str] = []
-    carrier = physical.needs_physical(state.columns)
+    keep_physical = physical.needs_physical(state.columns)
     for sources in groups:
         part = _sources_state(state, sources, state.columns)
-        df = scan(slake.spark, part, metadata=True, carrier=carrier)
+        df = scan(slake.spark, part, metadata=True, keep_physical=keep_physical)
         out = df.select(*[F.col(ident(c.column_name)) for c in state.columns],
                         F.col(ROW_ID).alias(ROW_ID_COLUMN))
-        conform = spark_write.conform_carrier if carrier else spark_write.conform
+        conform = spark_write.conform_physical if keep_physical else spark_write.conform
         conformed = conform(out, state.columns, row_ids=True)
-        order = [*spark_order(keys, state.columns, carrier), F.col(ROW_ID_COLUMN)]
+        order = [*spark_order(keys, state.columns, keep_physical), F.col(ROW_ID_COLUMN)]
         new, written, _ = _write(slake, part, conformed, state.columns, True, False, order,
                                  parquet,
                                  directory=lake_compaction.hive_directory(sources[0].data_file),
-                                 carrier=carrier)
+                                 keep_physical=keep_physical)
         paths.extend(written)
         first = sources[0].data_file
         rewrites.append((sources, [

@@ -6,7 +6,7 @@ UTINYINT..UBIGINT as INT32/INT64 with the UINT_8..UINT_64 converted types and (U
 a plain DOUBLE. Spark has none of these types, but flush and compaction never need the values
 as such: they move rows. So such a column is
 
-* read as its *carrier*, the Spark type the scan already requests from Parquet
+* read in its *physical form*, the Spark type the scan already requests from Parquet
   (``spark_type(physical=True)``: the 16 bytes, the INT64, the DOUBLE; the unsigned integers
   as Spark's exact wider type), never converted to a logical form and back;
 * written as the bare physical type (:func:`write_type`, :func:`written`: an unsigned value
@@ -16,7 +16,7 @@ as such: they move rows. So such a column is
 Spark cannot write a FIXED_LEN_BYTE_ARRAY other than a decimal, so files with a uuid column
 are written by pyarrow on the driver instead (:func:`.write.stage_arrow`).
 
-Inlined rows (a flush) are turned into carriers on the driver (:func:`carrier_value`), with
+Inlined rows (a flush) take their physical form on the driver (:func:`physical_value`), with
 DuckDB's own conversions: (U)HUGEINT to DOUBLE as DuckDB's cast rounds, TIMETZ to UTC
 microseconds modulo a day. Inlined rows that are read, not flushed, take the logical form of
 ``spark_type(column)`` instead (:func:`to_spark_value`: a TIME as text, a HUGEINT as a
@@ -125,9 +125,9 @@ def _reinterpreted(column: ColumnInfo) -> bool:
 
 
 def written(expr: str, column: ColumnInfo) -> str:
-    """SQL text of the physical value to write from a carrier: unsigned integers become the
-    signed integer of the same bits (what DuckDB's INT32/INT64 pages hold); the rest is as
-    read."""
+    """SQL text of the physical value to write from a value in its physical form: unsigned
+    integers become the signed integer of the same bits (what DuckDB's INT32/INT64 pages
+    hold); the rest is as read."""
     return map_leaves(expr, column, _bits, _reinterpreted)
 
 
@@ -175,7 +175,7 @@ def leaves(columns: Sequence[ColumnInfo]) -> dict[tuple[str, ...], str]:
     return out
 
 
-# ---------------------------------------------------------------------------------- carriers
+# --------------------------------------------------------------------------- physical values
 def hugeint_double(value: int, kind: str = "int128") -> float:
     """The DOUBLE DuckDB 1.5.5 writes to Parquet for a HUGEINT or UHUGEINT: its cast adds the
     two 64-bit halves as doubles (rounding twice, unlike ``float(value)``), with a special
@@ -194,18 +194,18 @@ def hugeint_double(value: int, kind: str = "int128") -> float:
     return result
 
 
-def carrier_value(value: Any, column: ColumnInfo) -> Any:
+def physical_value(value: Any, column: ColumnInfo) -> Any:
     """A value decoded from the catalog by :func:`..lake.inlining.codec.parquet_decoder`, in
-    the Python form of the column's carrier (``spark_type(physical=True)``)."""
-    return walk_value(value, column, _carrier_leaf)
+    the Python form of the column's physical Spark type (``spark_type(physical=True)``)."""
+    return walk_value(value, column, _physical_leaf)
 
 
-def carrier_converter(column: ColumnInfo) -> Callable[[Any], Any]:
-    """:func:`carrier_value` for one column."""
-    return lambda value: carrier_value(value, column)
+def physical_converter(column: ColumnInfo) -> Callable[[Any], Any]:
+    """:func:`physical_value` for one column."""
+    return lambda value: physical_value(value, column)
 
 
-def _carrier_leaf(value: Any, column: ColumnInfo) -> Any:
+def _physical_leaf(value: Any, column: ColumnInfo) -> Any:
     kind = column.type.name
     if kind == "uuid":
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -213,7 +213,7 @@ def _carrier_leaf(value: Any, column: ColumnInfo) -> Any:
         return (value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))).bytes
     if kind in ("time", "timetz", "timestamp_ns"):
         if not isinstance(value, int):
-            raise TypeError(f"{kind} carriers are DuckDB's Parquet integers, not {value!r}")
+            raise TypeError(f"{kind} physical values are DuckDB's Parquet integers, not {value!r}")
         return value
     if kind in ("int128", "uint128"):
         return hugeint_double(int(value), kind)
@@ -224,19 +224,20 @@ def _carrier_leaf(value: Any, column: ColumnInfo) -> Any:
     return value
 
 
-def carrier_literal(text: str | None, column: ColumnInfo) -> str:
+def physical_literal(text: str | None, column: ColumnInfo) -> str:
     """SQL text of a constant (a column default, a value from a hive path) of a scalar column
-    of a :data:`WRITTEN_AS` type, as its carrier."""
+    of a :data:`WRITTEN_AS` type, in its physical form."""
     target = spark_type(column, physical=True)
     if text is None:
         return sql.cast("NULL", target)
-    value = carrier_value(parquet_decoder(column, "sqlite")(text), column)
+    value = physical_value(parquet_decoder(column, "sqlite")(text), column)
     return sql.cast(sql.literal(value), target)
 
 
 def promote(expr: str, old: ColumnInfo, new: ColumnInfo) -> str:
-    """SQL text of a carrier written as scalar column ``old``, as the carrier of its promoted
-    type ``new``: the value DuckDB reads (and its compaction would write) for the old file."""
+    """SQL text of a physical value written as scalar column ``old``, as the physical value of
+    its promoted type ``new``: the value DuckDB reads (and its compaction would write) for the
+    old file."""
     target = spark_type(new, physical=True)
     if old.type.name in ("int128", "uint128"):  # only ever promoted to a float
         return sql.cast(expr, target)
@@ -255,7 +256,7 @@ def walk_value(value: Any, column: ColumnInfo, leaf: Callable[[Any, ColumnInfo],
     """A value decoded from the catalog (a struct as a dict, or a tuple in field order; a map
     as a dict or as pairs) in the nested Python forms Spark takes (a struct as a tuple, a
     list as a list, a map as a dict), with ``leaf`` applied to every scalar that is not
-    NULL: the one walk :func:`to_spark_value` and :func:`carrier_value` share."""
+    NULL: the one walk :func:`to_spark_value` and :func:`physical_value` share."""
     if value is None:
         return None
     kind = column.type.name
@@ -291,7 +292,7 @@ def _identity(value: Any) -> Any:
 
 def to_spark_value(value: Any, column: ColumnInfo) -> Any:
     """A value decoded from the catalog, in the Python form Spark expects for the column
-    (its logical form, ``spark_type(column)``; :func:`carrier_value` gives the carrier)."""
+    (its logical form, ``spark_type(column)``; :func:`physical_value` gives the physical form)."""
     return walk_value(value, column, _spark_leaf)
 
 
@@ -323,9 +324,9 @@ def _time_value_text(value: dt.time, zone: bool) -> str:
 __all__ = [
     "UNWRITABLE",
     "WRITTEN_AS",
-    "carrier_converter",
-    "carrier_literal",
-    "carrier_value",
+    "physical_converter",
+    "physical_literal",
+    "physical_value",
     "hugeint_double",
     "leaves",
     "needs_arrow",

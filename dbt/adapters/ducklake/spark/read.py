@@ -146,11 +146,11 @@ def _same(a: ColumnInfo, b: ColumnInfo) -> bool:
                for x, y in zip(a.children, b.children))
 
 
-def _default(column: ColumnInfo, carrier: bool = False) -> str:
+def _default(column: ColumnInfo, keep_physical: bool = False) -> str:
     """SQL text of the value a file written before ``column`` was added holds for it."""
     value = column.initial_default
-    if carrier and column.type.name in physical_types.WRITTEN_AS:
-        return physical_types.carrier_literal(value, column)
+    if keep_physical and column.type.name in physical_types.WRITTEN_AS:
+        return physical_types.physical_literal(value, column)
     target = spark_type(column)
     if value is None or column.type.nested:
         return sql.cast("NULL", target)
@@ -158,15 +158,15 @@ def _default(column: ColumnInfo, carrier: bool = False) -> str:
 
 
 def reshape(expr: str, old: ColumnInfo, new: ColumnInfo, physical: bool = True,
-            carrier: bool = False, depth: int = 0) -> str:
+            keep_physical: bool = False, depth: int = 0) -> str:
     """SQL text of a value written under column tree ``old`` as column ``new`` now: nested
     fields are matched by column id (renamed ones follow, dropped ones go, added ones get
     their default) and leaves are widened. ``physical`` values were read from Parquet with
     ``spark_type(physical=True)``; inlined rows are already logical (``physical=False``).
-    With ``carrier`` (compaction) physical values stay physical (:mod:`.physical`).
+    With ``keep_physical`` (compaction) physical values stay physical (:mod:`.physical`).
     ``depth`` keeps nested lambda variables apart."""
     def leaf(e: str, column: ColumnInfo) -> str:
-        return convert(e, column, depth) if physical and not carrier else e
+        return convert(e, column, depth) if physical and not keep_physical else e
 
     if _same(old, new):
         return leaf(expr, old)
@@ -177,22 +177,22 @@ def reshape(expr: str, old: ColumnInfo, new: ColumnInfo, physical: bool = True,
             if child.column_id in by_id:
                 src = by_id[child.column_id]
                 value = reshape(sql.field(expr, src.column_name), src, child, physical,
-                                carrier, depth)
+                                keep_physical, depth)
             else:
-                value = _default(child, carrier)
+                value = _default(child, keep_physical)
             fields.append(f"{value} AS {sql.ident(child.column_name)}")
         return sql.null_or(expr, f"struct({', '.join(fields)})")
     if new.type.name == "list" and old.type.name == "list":
         x = f"__x{depth}"
-        inner = reshape(x, old.children[0], new.children[0], physical, carrier, depth + 1)
+        inner = reshape(x, old.children[0], new.children[0], physical, keep_physical, depth + 1)
         return f"transform({expr}, {x} -> {inner})"
     if new.type.name == "map" and old.type.name == "map":
         k, v = f"__k{depth}", f"__v{depth}"
-        values = reshape(v, old.children[1], new.children[1], physical, carrier, depth + 1)
-        keys = reshape(k, old.children[0], new.children[0], physical, carrier, depth + 1)
+        values = reshape(v, old.children[1], new.children[1], physical, keep_physical, depth + 1)
+        keys = reshape(k, old.children[0], new.children[0], physical, keep_physical, depth + 1)
         return f"transform_keys(transform_values({expr}, ({k}, {v}) -> {values}), " \
             f"({k}, {v}) -> {keys})"
-    if carrier:
+    if keep_physical:
         return physical_types.promote(expr, old, new)
     return sql.cast(leaf(expr, old), spark_type(new))
 
@@ -213,7 +213,7 @@ def _rename(column: ColumnInfo, names: dict[int, str]) -> ColumnInfo | None:
 # ---------------------------------------------------------------------------------- scanning
 def scan(
     spark: SparkSession, state: TableState, metadata: bool = False,
-    embedded_snapshot: bool = False, probe: bool = False, carrier: bool = False,
+    embedded_snapshot: bool = False, probe: bool = False, keep_physical: bool = False,
 ) -> DataFrame:
     """The table at ``state.snapshot_id`` as a DataFrame.
 
@@ -225,7 +225,7 @@ def scan(
     files are not checked on disk, and deletes and inlined rows (which are never skipped)
     are left out, so its rows are wrong but its plan is cheap.
 
-    With ``carrier`` (flush and compaction, over data files only) the columns Spark cannot
+    With ``keep_physical`` (flush and compaction, over data files only) the columns Spark cannot
     write keep the physical values read from Parquet (:mod:`.physical`): what compaction
     writes back, losslessly.
 
@@ -235,8 +235,8 @@ def scan(
     column pruning and filter pushdown apply as usual.
     """
     s = state.snapshot_id
-    if carrier and state.inlined:
-        raise AssertionError("a carrier scan reads data files only")
+    if keep_physical and state.inlined:
+        raise AssertionError("a physical scan reads data files only")
     parts: list[DataFrame] = []
     deleted = _deleted_positions(state)
     columns_only = not metadata and not embedded_snapshot
@@ -251,10 +251,10 @@ def scan(
         if plain:
             parts.append(_scan_group(spark, state, file_columns, by_name, plain,
                                      dict(constants), plain=True, probe=probe,
-                                     carrier=carrier))
+                                     keep_physical=keep_physical))
         if joined:
             part = _scan_group(spark, state, file_columns, by_name, joined, dict(constants),
-                               probe=probe, carrier=carrier)
+                               probe=probe, keep_physical=keep_physical)
             if not probe:
                 part = _without_deleted(spark, part, {
                     f.data_file_id: deleted[f.data_file_id] for f in joined
@@ -264,7 +264,8 @@ def scan(
         parts.extend(sql.select(part, wanted) if columns_only else part
                      for part in _inlined_frames(spark, state))
     if not parts:
-        schema = StructType([StructField(c.column_name, spark_type(c, physical=carrier), True)
+        schema = StructType([StructField(c.column_name,
+                                         spark_type(c, physical=keep_physical), True)
                              for c in state.columns] + _meta_fields()
                             + [StructField(EMBEDDED_SNAPSHOT_ID, LongType(), True)])
         result = local_frame(spark, [], schema)
@@ -347,7 +348,7 @@ def _meta_fields() -> list[StructField]:
 def _scan_group(
     spark: SparkSession, state: TableState, file_columns: list[ColumnInfo], by_name: bool,
     files: list[DataFile], constants: dict[int, str | None] | None = None,
-    plain: bool = False, probe: bool = False, carrier: bool = False,
+    plain: bool = False, probe: bool = False, keep_physical: bool = False,
 ) -> DataFrame:
     """One ``spark.read.parquet`` of files whose columns are matched the same way, shaped to
     the table's columns. Unless ``plain``, each row also gets its file's catalog row (for
@@ -378,7 +379,7 @@ def _scan_group(
         check_files(state, files, paths)
     df = _read_parquet(spark, StructType(fields), paths)
     if plain:
-        return sql.select(df, _shaped(state, file_columns, constants, carrier))
+        return sql.select(df, _shaped(state, file_columns, constants, keep_physical))
     df, conditions, prefix = _with_file_row_ids(spark, df, files, paths, probe)
     embedded = sql.ident(SNAPSHOT_ID_COLUMN)
     position = sql.ident(POSITION)
@@ -392,7 +393,7 @@ def _scan_group(
     if conditions:
         df = df.where(" AND ".join(conditions))
     return sql.select(df, [
-        *_shaped(state, file_columns, constants, carrier),
+        *_shaped(state, file_columns, constants, keep_physical),
         f"{prefix}__fid AS {sql.ident(FILE_ID)}",
         f"CAST({position} AS BIGINT) AS {position}",
         f"coalesce({sql.ident(ROW_ID_COLUMN)}, {prefix}__row_id_start + {position}) AS "
@@ -452,7 +453,7 @@ def _with_file_row_ids(spark: SparkSession, df: DataFrame, files: list[DataFile]
 
 
 def _shaped(state: TableState, file_columns: list[ColumnInfo],
-            constants: dict[int, str | None] | None, carrier: bool = False) -> list[str]:
+            constants: dict[int, str | None] | None, keep_physical: bool = False) -> list[str]:
     """SQL text of the table's columns at the snapshot, from columns read as
     ``file_columns``."""
     by_id = {c.column_id: c for c in file_columns}
@@ -461,15 +462,15 @@ def _shaped(state: TableState, file_columns: list[ColumnInfo],
         old = by_id.get(column.column_id)
         if constants and column.column_id in constants:  # the value is in the hive path
             value = constants[column.column_id]
-            if carrier and column.type.name in physical_types.WRITTEN_AS:
-                expr = physical_types.carrier_literal(value, column)
+            if keep_physical and column.type.name in physical_types.WRITTEN_AS:
+                expr = physical_types.physical_literal(value, column)
             else:
                 expr = sql.cast("NULL" if value is None else sql.string(value),
                                 spark_type(column))
         elif old is None:
-            expr = _default(column, carrier)
+            expr = _default(column, keep_physical)
         else:
-            expr = reshape(sql.ident(old.column_name), old, column, carrier=carrier)
+            expr = reshape(sql.ident(old.column_name), old, column, keep_physical=keep_physical)
         out.append(f"{expr} AS {sql.ident(column.column_name)}")
     return out
 

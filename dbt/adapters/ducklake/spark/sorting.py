@@ -24,9 +24,9 @@ log = logging.getLogger("dbt.adapters.ducklake")
 
 
 def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo],
-                carrier: bool = False) -> list[Column]:
+                keep_physical: bool = False) -> list[Column]:
     """Spark sort columns for a DuckDB sort order over plain column names (others ignored);
-    ``carrier``: over the values :func:`.write.conform_carrier` gives."""
+    ``keep_physical``: over the values :func:`.write.conform_physical` gives."""
     names = {c.column_name.lower(): c.column_name for c in columns}
     by_name = {c.column_name: c for c in columns}
     out = []
@@ -37,7 +37,7 @@ def spark_order(keys: Sequence[SortKey], columns: Sequence[ColumnInfo],
                      key.expression)
             return []
         col = F.col(ident(names[name.lower()]))
-        if carrier:
+        if keep_physical:
             col = physical.sort_key(col, by_name[names[name.lower()]])
         if key.descending:
             col = col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last()

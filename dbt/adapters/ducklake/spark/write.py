@@ -101,11 +101,11 @@ def _hidden_columns(row_ids: bool, snapshot_ids: bool) -> list[Column]:
     return out
 
 
-def conform_carrier(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
+def conform_physical(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
                     snapshot_ids: bool = False) -> DataFrame:
     """:func:`conform` for flush and compaction of a table with columns Spark cannot write:
-    ``df`` holds the table's columns, by name and in :mod:`.physical` carriers (what a carrier
-    scan reads), and the result holds what is written, tagged with field ids."""
+    ``df`` holds the table's columns, by name and in their :mod:`.physical` form (what a
+    physical scan reads), and the result holds what is written, tagged with field ids."""
     fields = {f.name for f in df.schema.fields}
     out = []
     for column in columns:
@@ -536,7 +536,7 @@ def stage_arrow(spark: SparkSession, df: DataFrame, table_dir: str,
                 drop_after_sort: Sequence[str] = ()) -> StagedWrite:
     """:func:`stage` for files Spark cannot write: a uuid column (DuckDB's
     FIXED_LEN_BYTE_ARRAY(16), :mod:`.physical`), or a data path where a footer cannot be
-    patched in place. Spark computes and orders the rows (``df`` as :func:`conform_carrier`
+    patched in place. Spark computes and orders the rows (``df`` as :func:`conform_physical`
     gives it), the driver collects them and writes one file per partition with pyarrow, with
     a field id on every node and DuckDB's column types, into the same staging directory.
 
