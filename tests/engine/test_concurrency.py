@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from conftest import duckdb_connect
@@ -206,6 +207,7 @@ def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_tar
 
     table = lake.create_table("main.t", spark.range(300).selectExpr("id", "'ours' AS src"))
     stop = os.path.join(lake_target.data_path, "stop")
+    running = os.path.join(lake_target.data_path, "running")
     script = (
         f"import json, os, sys, time; sys.path.insert(0, {TESTS!r})\n"
         "from conftest import duckdb_connect\n"
@@ -218,6 +220,7 @@ def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_tar
         "    try:\n"
         "        con.execute(f'INSERT INTO lake.t VALUES {values}')\n"
         "        done.extend(ids)\n"
+        f"        open({running!r}, 'w').close()\n"
         "    except Exception as exc:\n"
         "        if 'database is locked' not in str(exc) and 'conflict' not in str(exc): raise\n"
         "    i += 1\n"
@@ -227,6 +230,11 @@ def test_delete_racing_a_steady_duckdb_insert_stream_lands(spark, lake, lake_tar
     writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     seen = replans(monkeypatch)
+    # Our statements must meet the stream: a warm JVM runs all five in less time than the
+    # writer takes to start (Python, DuckDB, its extensions), so wait for its first insert.
+    deadline = time.monotonic() + 120
+    while not os.path.exists(running) and writer.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
         for k in range(3):
             assert table.delete(f"src = 'ours' AND id % 10 = {k}") is not None
