@@ -146,7 +146,6 @@ class DuckLakeCredentials(Credentials):
         return catalog, data_path
 
 
-
 def check_publish_mode(value: Any, source: str) -> str:
     """``value`` as a publish mode (case and surrounding blanks ignored), or dbt's error
     naming ``source`` and the accepted modes."""
