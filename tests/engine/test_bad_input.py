@@ -182,3 +182,18 @@ def test_bound_values_are_themselves_whatever_the_parser_settings(spark, lake,
         spark.conf.unset("spark.sql.parser.escapedStringLiterals")
     rows = engine.execute("SELECT i, v FROM main.b ORDER BY i").df.collect()
     assert [r.v for r in rows] == values
+
+
+def test_bound_numbers_are_themselves(spark):  # noqa: ANN001
+    """A bound float is a double, whatever its value (``nan`` and ``inf`` spelled bare are
+    column names, ``0.1`` a decimal); integers and decimals keep their exact digits."""
+    import math
+    from decimal import Decimal
+
+    from dbt.adapters.ducklake.connections import _bind
+
+    values = [float("nan"), float("inf"), -float("inf"), 0.1, 1e20, 2**62, Decimal("12.345")]
+    row = spark.sql(_bind("SELECT " + ", ".join(["%s"] * len(values)), values)).first()
+    assert math.isnan(row[0]) and list(row)[1:] == values[1:]
+    assert [f.dataType.simpleString() for f in spark.sql(
+        _bind("SELECT %s, %s", [0.1, float("nan")])).schema.fields] == ["double", "double"]

@@ -80,6 +80,7 @@ def _bind(sql: str, bindings: Any) -> str:
     """Inline ``%s`` parameters as Spark SQL literals (dbt passes them only for seeds/tests);
     a string reads back as itself whatever the session's parser settings (:func:`.string`)."""
     import datetime as dt
+    import math
     from decimal import Decimal
 
     def literal(value: Any) -> str:
@@ -87,8 +88,11 @@ def _bind(sql: str, bindings: Any) -> str:
             return "NULL"
         if isinstance(value, bool):
             return "TRUE" if value else "FALSE"
-        if isinstance(value, (int, float, Decimal)):
-            return repr(value) if not isinstance(value, Decimal) else str(value)
+        if isinstance(value, float):
+            # ``nan``/``inf`` would parse as column names, ``0.1`` as a decimal: spell a double
+            return f"CAST('{value!r}' AS DOUBLE)" if not math.isfinite(value) else f"{value!r}D"
+        if isinstance(value, (int, Decimal)):
+            return str(value)
         if isinstance(value, dt.datetime):
             return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
         if isinstance(value, dt.date):

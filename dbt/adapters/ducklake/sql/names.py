@@ -20,7 +20,6 @@ from ..spark.expressions import split_identifier
 _SUFFIX = re.compile(
     r"^(?P<base>.+?)@(?:v(?P<version>\d+)|ts:(?P<timestamp>.+)"
     r"|(?P<feed>changes|insertions|deletions):(?P<start>.*?)\.\.(?P<end>.*))$")
-FEEDS = ("changes", "insertions", "deletions")
 # lake-wide views that belong to no schema
 SNAPSHOTS = "@snapshots"
 CURRENT_SNAPSHOT = "@current_snapshot"
