@@ -102,3 +102,37 @@ def test_clone_snapshot_values(value: object, parsed: object) -> None:
 def test_clone_snapshot_bad_values(value: object) -> None:
     with pytest.raises(DbtRuntimeError, match="accepted: 'current'.*'state', or a snapshot id"):
         parse_setting(value)
+
+
+def test_a_failing_model_end_still_lets_the_other_models_run() -> None:
+    """dbt calls ``post_model_hook`` in a ``finally``: if forgetting the model's checks fails
+    (an internal error), its settings must still be restored and the lock released."""
+    from types import SimpleNamespace
+
+    from dbt.adapters.ducklake.impl import DuckLakeAdapter
+    from dbt.adapters.ducklake.model_settings import enter
+
+    class Conf:
+        def __init__(self) -> None:
+            self.values = {"spark.sql.shuffle.partitions": "2"}
+            self.getAll = self.values
+
+        def set(self, key: str, value: str) -> None:
+            self.values[key] = value
+
+        def unset(self, key: str) -> None:
+            self.values.pop(key, None)
+
+    def broken(runtime: object) -> None:
+        raise RuntimeError("internal error")
+
+    lock, spark = ModelLock(), SimpleNamespace(conf=Conf())
+    runtime = SimpleNamespace(spark=spark, model_lock=lock)
+    settings = enter(spark, lock, {"spark.sql.shuffle.partitions": "64"}, "model.p.m")
+    adapter = SimpleNamespace(_ducklake_forget_constraints=broken)
+    with pytest.raises(RuntimeError, match="internal error"):
+        DuckLakeAdapter.post_model_hook(adapter, {}, (runtime, settings))  # type: ignore[arg-type]
+    assert spark.conf.values == {"spark.sql.shuffle.partitions": "2"}
+    got = threading.Event()
+    threading.Thread(target=lambda: (lock.acquire(True), got.set()), daemon=True).start()
+    assert got.wait(5), "the model lock stayed held"

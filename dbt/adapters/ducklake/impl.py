@@ -156,8 +156,10 @@ class DuckLakeAdapter(SQLAdapter):
 
         if context is not None:
             runtime, settings = context
-            self._ducklake_forget_constraints(runtime)
-            model_settings.leave(runtime.spark, runtime.model_lock, settings)
+            try:
+                self._ducklake_forget_constraints(runtime)
+            finally:  # whatever happened, the other models must not wait forever
+                model_settings.leave(runtime.spark, runtime.model_lock, settings)
 
     @available
     def ducklake_expect_table_settings(self, relation: BaseRelation, config: Any) -> str:
