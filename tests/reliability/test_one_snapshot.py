@@ -178,11 +178,14 @@ def snapshot_merge(engine: Engine, fail: bool) -> None:
         "CREATE OR REPLACE TEMP VIEW snapshot_staging AS SELECT id, id AS v, 'snap' AS tag, "
         "IF(id < 20, 'update', 'insert') AS change_type FROM range(10, 30) "
         f"WHERE {BOOM if fail else FAIL} IS NULL")
-    engine.execute(
-        "MERGE INTO `main.t` AS d USING snapshot_staging AS s ON s.id = d.id "
-        "WHEN MATCHED AND d.tag <> 'closed' AND s.change_type = 'update' THEN UPDATE SET "
-        "tag = 'closed' WHEN NOT MATCHED AND s.change_type = 'insert' THEN INSERT (id, v, tag) "
-        "VALUES (s.id, s.v, s.tag)")
+    try:
+        engine.execute(
+            "MERGE INTO `main.t` AS d USING snapshot_staging AS s ON s.id = d.id "
+            "WHEN MATCHED AND d.tag <> 'closed' AND s.change_type = 'update' THEN UPDATE SET "
+            "tag = 'closed' WHEN NOT MATCHED AND s.change_type = 'insert' THEN "
+            "INSERT (id, v, tag) VALUES (s.id, s.v, s.tag)")
+    finally:  # dbt's post_snapshot drops it (a session view: no snapshot)
+        engine.execute("DROP VIEW IF EXISTS snapshot_staging")
 
 # Statements without a data step: only the commit can fail.
 CATALOG_ONLY: dict[str, Case] = {
