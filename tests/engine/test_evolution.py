@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 from oracle import assert_same, duck_rows
+from sqlalchemy import text
 
+from dbt.adapters.ducklake.lake.compaction import sort_keys
+from dbt.adapters.ducklake.lake.sort_order import describe
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
@@ -155,10 +158,17 @@ def test_a_failing_query_leaves_the_table(lake, duck, engine):  # noqa: ANN001
 
 
 def test_or_replace_keeps_comments_options_and_partitioning(spark, lake, duck):  # noqa: ANN001
+    """A recreate keeps what describes the table: comments, any other tag (a catalog writer's),
+    table options, partitioning and sort order."""
     table = lake.create_table("main.s", spark.range(4).selectExpr("id", "id % 2 AS k"),
-                              partition_by=["k"])
+                              partition_by=["k"], sorted_by=["k", "id DESC"])
     lake.set_comments("main.s", "seed table", columns={"id": "the key"})
     table.set_option("data_inlining_row_limit", 0)
+    with lake.catalog.write() as conn:
+        conn.execute(text(f"INSERT INTO {lake.catalog.t('ducklake_tag')} (object_id, "
+                          "begin_snapshot, end_snapshot, key, value) VALUES (:o, :s, NULL, "
+                          "'owner', 'team a')"),
+                     {"o": table.info().table_id, "s": lake.current_snapshot().snapshot_id})
     old_id = table.info().table_id
     count = len(lake.snapshots())
     lake.create_table("main.s", spark.range(6).selectExpr("id", "id % 3 AS k", "'n' AS z"),
@@ -173,4 +183,17 @@ def test_or_replace_keeps_comments_options_and_partitioning(spark, lake, duck): 
                         "column_name = 'id'").fetchone() == ("the key",)
     assert any(o.key == "data_inlining_row_limit" and o.scope_id == new.info().table_id
                for o in lake.options())
+    with lake.catalog.read() as conn:
+        at = lake.current_snapshot().snapshot_id
+        assert describe(sort_keys(lake.catalog, conn, new.info().table_id, at)) == \
+            ["k", "id DESC"]
+        assert conn.execute(text(
+            f"SELECT value FROM {lake.catalog.t('ducklake_tag')} WHERE object_id = :o AND "
+            "key = 'owner' AND end_snapshot IS NULL"), {"o": new.info().table_id}
+        ).all() == [("team a",)]
     assert_same(duck, "s", new.read())
+    # a replacement without the sort key's column keeps the keys before it
+    lake.create_table("main.s", spark.range(3).selectExpr("id", "id AS j"), or_replace=True)
+    with lake.catalog.read() as conn:
+        assert sort_keys(lake.catalog, conn, lake.table("main.s").info().table_id,
+                         lake.current_snapshot().snapshot_id) == []

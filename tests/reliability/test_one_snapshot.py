@@ -15,12 +15,21 @@ second check pass trivially, so each case asserts that the fault point was reach
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from reliability.support import kill_group, leftovers, start_writer, wait_for, writer_args
+from reliability.support import (
+    files_on_disk,
+    kill_group,
+    leftovers,
+    start_writer,
+    wait_for,
+    writer_args,
+)
 from sqlalchemy import inspect, text
 
 from dbt.adapters.ducklake.lake import faults
@@ -127,7 +136,56 @@ CASES: dict[str, Case] = {
         f"id > 40 AND {BOOM if fail else FAIL} IS NULL"),
     "api_update": lambda spark, lake, engine, fail: lake.table("main.t").update(
         {"tag": "'u'"}, where=f"{BOOM if fail else FAIL} IS NULL"),
+    "replace_struct_field": sql("CREATE OR REPLACE TABLE `main.s` AS SELECT id, named_struct("
+                                "'x', id, 'y', 'new') AS st FROM range(5) WHERE {check} IS NULL"),
+    "replace_struct_field_drop": sql("CREATE OR REPLACE TABLE `main.s` AS SELECT id, named_struct("
+                                     "'y', 'kept') AS st FROM range(5) WHERE {check} IS NULL"),
+    "seed": lambda spark, lake, engine, fail: seed(spark, lake, engine, fail, full_refresh=False),
+    "seed_full_refresh": lambda spark, lake, engine, fail:
+        seed(spark, lake, engine, fail, full_refresh=True),
+    "snapshot_merge": lambda spark, lake, engine, fail: snapshot_merge(engine, fail),
 }
+
+# What the failing data step raises: a seed's failure is a value its column type refuses.
+FAILURE = {"seed": "CAST_INVALID_INPUT", "seed_full_refresh": "CAST_INVALID_INPUT"}
+
+
+def seed(spark, lake, engine: Engine, fail: bool, full_refresh: bool) -> None:  # noqa: ANN001
+    """``dbt seed`` of a CSV over ``main.t`` (a narrowed ``v``: a new column of the table, or
+    with ``--full-refresh`` a new table); a value ``v`` cannot be cast to fails it."""
+    import agate
+    from dbt.adapters.base.relation import BaseRelation
+
+    from dbt.adapters.ducklake.credentials import DuckLakeCredentials
+    from dbt.adapters.ducklake.runtime import Runtime
+    from dbt.adapters.ducklake.seeds import load_seed
+
+    text_type = agate.Text()
+    rows = [[str(i), str(i * 10), "s"] for i in range(20)] + [["20", "x" if fail else "0", "s"]]
+    table = agate.Table(rows, ["id", "v", "tag"], [text_type] * 3)
+    # the profile's credentials: a seed's load reads none of them
+    runtime = Runtime(spark, lake, engine.registry, engine,
+                      DuckLakeCredentials(data_path=lake.catalog.data_path))
+    load_seed(runtime, BaseRelation.create(schema="main", identifier="t"), table,
+              {"id": "bigint", "v": "int", "tag": "string"}, full_refresh,
+              quote=lambda n: f"`{n}`")
+
+
+def snapshot_merge(engine: Engine, fail: bool) -> None:
+    """``dbt snapshot``'s change: its staging rows as a temp view, applied by dbt's MERGE
+    (close the changed rows' validity, insert the new versions)."""
+    engine.execute(
+        "CREATE OR REPLACE TEMP VIEW snapshot_staging AS SELECT id, id AS v, 'snap' AS tag, "
+        "IF(id < 20, 'update', 'insert') AS change_type FROM range(10, 30) "
+        f"WHERE {BOOM if fail else FAIL} IS NULL")
+    try:
+        engine.execute(
+            "MERGE INTO `main.t` AS d USING snapshot_staging AS s ON s.id = d.id "
+            "WHEN MATCHED AND d.tag <> 'closed' AND s.change_type = 'update' THEN UPDATE SET "
+            "tag = 'closed' WHEN NOT MATCHED AND s.change_type = 'insert' THEN "
+            "INSERT (id, v, tag) VALUES (s.id, s.v, s.tag)")
+    finally:  # dbt's post_snapshot drops it (a session view: no snapshot)
+        engine.execute("DROP VIEW IF EXISTS snapshot_staging")
 
 # Statements without a data step: only the commit can fail.
 CATALOG_ONLY: dict[str, Case] = {
@@ -151,7 +209,8 @@ CATALOG_ONLY: dict[str, Case] = {
 # On PostgreSQL, one case per commit path (the rest differ only in how the data is computed).
 POSTGRES_CASES = {"replace_narrow", "replace_struct", "view_to_table", "api_create_or_replace",
                   "merge", "insert_inlined", "delete", "table_to_view", "flush", "merge_files",
-                  "rewrite_files", "partitioning"}
+                  "rewrite_files", "partitioning", "seed", "expire_snapshots",
+                  "cleanup_old_files"}
 
 
 @pytest.fixture
@@ -170,10 +229,14 @@ def seeded(request, spark, lake, duck):  # noqa: ANN001, ANN201
                        "CAST(id % 3 AS STRING) AS k FROM range(30)")
     if "view" in case:
         engine.execute("CREATE VIEW `main.v` AS SELECT id FROM `main.t` WHERE id < 5")
+    if "struct_field" in case:
+        engine.execute("CREATE TABLE `main.s` AS SELECT id, named_struct('x', id, 'y', 'a') "
+                       "AS st FROM range(3)")
     return engine
 
 
-def _run_broken(run: Callable[[], object], lake, duck, kill: bool) -> None:  # noqa: ANN001
+def _run_broken(run: Callable[[], object], lake, duck, kill: bool,  # noqa: ANN001
+                failure: str = "injected") -> None:
     before, duck_before = catalog_dump(lake.catalog), duck_view(duck)
     reached = []
 
@@ -186,7 +249,7 @@ def _run_broken(run: Callable[[], object], lake, duck, kill: bool) -> None:  # n
             run()
         assert reached, "the write never reached its commit"
     else:
-        with pytest.raises(Exception, match="injected"):
+        with pytest.raises(Exception, match=failure):
             run()
     assert catalog_dump(lake.catalog) == before
     assert duck_view(duck) == duck_before
@@ -195,7 +258,8 @@ def _run_broken(run: Callable[[], object], lake, duck, kill: bool) -> None:  # n
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_failing_write_leaves_the_lake(case, spark, lake, duck, seeded):  # noqa: ANN001
     run = CASES[case]
-    _run_broken(lambda: run(spark, lake, seeded, True), lake, duck, kill=False)
+    _run_broken(lambda: run(spark, lake, seeded, True), lake, duck, kill=False,
+                failure=FAILURE.get(case, "injected"))
     _run_broken(lambda: run(spark, lake, seeded, False), lake, duck, kill=True)
     count = len(lake.snapshots())
     run(spark, lake, seeded, False)
@@ -241,3 +305,82 @@ def test_sigkill_inside_the_commit_of_a_rebuild(op, spark, lake, lake_target, du
     assert any(os.path.basename(p).startswith("ducklake-") for p in leftovers(lake.catalog))
     assert catalog_dump(lake.catalog) == before
     assert duck_view(duck) == duck_before
+
+
+# Maintenance that changes catalog rows without a snapshot: expiry, the two cleanups (which
+# delete files only after their catalog write) and options. Each is prepared, killed just
+# before its catalog COMMIT, then run whole.
+FUTURE = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+
+
+def _scheduled_files(spark, lake, engine: Engine) -> None:  # noqa: ANN001
+    """A dropped table's files, scheduled for deletion by an expiry."""
+    engine.execute("CREATE TABLE `main.gone` AS SELECT id FROM range(200)")
+    engine.execute("DROP TABLE `main.gone`")
+    lake.expire_snapshots(older_than=FUTURE)
+
+
+def _orphan(spark, lake, engine: Engine) -> None:  # noqa: ANN001
+    """A Parquet file in the table's directory that no snapshot names, a day old."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = lake.table("main.t").state(contents=False).table_dir + "ducklake-orphan.parquet"
+    pq.write_table(pa.table({"id": [1]}), path)
+    old = (dt.datetime.now() - dt.timedelta(days=2)).timestamp()
+    os.utime(path, (old, old))
+
+
+Prepare = Callable[[Any, Any, Engine], None]
+MAINTENANCE: dict[str, tuple[Prepare | None, Callable[[Any], Any]]] = {
+    "expire_snapshots": (None, lambda lake: lake.expire_snapshots(older_than=FUTURE)),
+    "cleanup_old_files": (_scheduled_files,
+                          lambda lake: lake.cleanup_old_files(cleanup_all=True)),
+    "delete_orphaned_files": (_orphan,
+                              lambda lake: lake.delete_orphaned_files(older_than=FUTURE)),
+    "set_option": (None, lambda lake: lake.set_option("target_file_size", "1KB")),
+}
+
+
+@contextmanager
+def _dying_writes(catalog: Catalog, reached: list[bool]) -> Iterator[None]:
+    """Every catalog write transaction dies after its last statement, before its COMMIT (the
+    database rolls it back, as it does for a killed process)."""
+    original = catalog.write
+
+    @contextmanager
+    def write() -> Iterator[Any]:
+        with original() as conn:
+            yield conn
+            reached.append(True)
+            raise Killed()
+
+    catalog.write = write  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del catalog.write
+
+
+@pytest.mark.parametrize("case", sorted(MAINTENANCE))
+def test_maintenance_killed_before_commit_changes_nothing(case, spark, lake, duck,  # noqa: ANN001
+                                                          seeded):
+    prepare, run = MAINTENANCE[case]
+    if prepare is not None:
+        prepare(spark, lake, seeded)
+    before, duck_before = catalog_dump(lake.catalog), duck_view(duck)
+    files = files_on_disk(lake.catalog.data_path)
+    reached: list[bool] = []
+    with _dying_writes(lake.catalog, reached), pytest.raises(Killed):
+        run(lake)
+    assert reached, "the operation never reached its commit"
+    assert catalog_dump(lake.catalog) == before
+    assert duck_view(duck) == duck_before
+    assert files_on_disk(lake.catalog.data_path) == files, "a file went before the commit"
+    snapshots = len(lake.snapshots())
+    run(lake)
+    # it did its work (orphan cleanup writes no row), and made no snapshot
+    assert (catalog_dump(lake.catalog) != before) == (case != "delete_orphaned_files")
+    assert len(lake.snapshots()) == (1 if case == "expire_snapshots" else snapshots)
+    deleted = files - files_on_disk(lake.catalog.data_path)
+    assert bool(deleted) == (case in ("cleanup_old_files", "delete_orphaned_files")), deleted

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from .catalog import Catalog
 from .commit import CommitContext, Transaction
 from .compaction import SortKey, sort_keys
 from .errors import InvalidArgumentError
@@ -57,6 +58,21 @@ def column_of(key: SortKey) -> str:
     if len(text) > 1 and text[0] == text[-1] == '"':
         return text[1:-1].replace('""', '"')
     return text
+
+
+def kept_sort_order(lake: Catalog, table_id: int, columns: Iterable[str]) -> tuple[SortKey, ...]:
+    """The live sort order of a table being replaced, for the table created in its place
+    (``CREATE OR REPLACE`` without ``sorted_by``): its keys up to the first one naming a column
+    the new table lacks, since a later key alone would sort by something else."""
+    names = {c.lower() for c in columns}
+    with lake.read() as conn:
+        keys = sort_keys(lake, conn, table_id, lake.latest_snapshot(conn).snapshot_id)
+    kept = []
+    for key in keys:
+        if column_of(key).lower() not in names:
+            break
+        kept.append(key)
+    return tuple(kept)
 
 
 def describe(keys: Sequence[SortKey]) -> list[str]:

@@ -51,7 +51,7 @@ from ..lake.partitions import (
     resolve,
     set_partitioning,
 )
-from ..lake.sort_order import parse_sorted_by, stage_sort_order
+from ..lake.sort_order import kept_sort_order, parse_sorted_by, stage_sort_order
 from . import changes as spark_changes
 from . import checkpoint as spark_checkpoint
 from . import compaction as spark_compaction
@@ -182,7 +182,8 @@ class SparkLake:
 
         ``or_replace`` drops a table or view of that name in the same snapshot: the new table
         (a new table id) keeps a dropped table's comments, tags and table options, and its
-        partitioning unless ``partition_by`` is given. A failure leaves the old one as it was.
+        partitioning and sort order unless ``partition_by`` or ``sorted_by`` is given (their
+        keys on columns it still has). A failure leaves the old one as it was.
         """
         schema_name, table_name = split_name(name)
         if if_not_exists and f"{schema_name}.{table_name}" in self.tables(schema_name):
@@ -198,10 +199,12 @@ class SparkLake:
         order = parse_sorted_by(sorted_by) if sorted_by else ()
         tx = Transaction(self.catalog)
         old = self._replaced(tx, schema_name, table_name) if or_replace else None
+        names = {s.name.lower() for s in specs}
         if old is not None and partition_by is None:
-            names = {s.name.lower() for s in specs}
             partition_by = [str(k.field) for k in LakeTable(self, schema_name, table_name)
                             .partition_keys() if k.column.column_name.lower() in names]
+        if old is not None and sorted_by is None:  # a nested column is no sort key
+            order = kept_sort_order(self.catalog, old, {s.name for s in specs if not s.children})
         table_uuid = uuid7()
         ref = tables.create_table(tx, schema_name, table_name, specs, table_uuid=table_uuid)
         if old is not None:
