@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import duckdb_connect
 from reliability.support import (
     files_on_disk,
     kill_group,
@@ -213,25 +217,97 @@ POSTGRES_CASES = {"replace_narrow", "replace_struct", "view_to_table", "api_crea
                   "cleanup_old_files"}
 
 
-@pytest.fixture
-def seeded(request, spark, lake, duck):  # noqa: ANN001, ANN201
-    """``main.t`` with a Parquet file, inlined rows and a delete; ``main.p`` (partitioned) and
-    the view ``main.v`` for the cases that name them."""
-    case = request.node.callspec.params["case"]
-    if lake.catalog.dialect != "sqlite" and case not in POSTGRES_CASES:
-        pytest.skip("SQLite runs this case; PostgreSQL runs one case per commit path")
-    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+Shape = tuple[bool, bool, bool]
+
+
+def _seed(engine: Engine, shape: Shape) -> None:
+    """``main.t`` with a Parquet file, inlined rows and a delete; with ``shape``, the
+    partitioned ``main.p``, the view ``main.v`` and the struct table ``main.s`` for the cases
+    that name them."""
+    partitioned, view, struct = shape
     engine.execute("CREATE TABLE `main.t` AS SELECT id, id AS v, 'a' AS tag FROM range(50)")
     engine.execute("INSERT INTO `main.t` VALUES (900, 9, 'inl'), (901, 9, 'inl')")
     engine.execute("DELETE FROM `main.t` WHERE id = 7")
-    if "partition" in case:
+    if partitioned:
         engine.execute("CREATE TABLE `main.p` PARTITIONED BY (k) AS SELECT id, "
                        "CAST(id % 3 AS STRING) AS k FROM range(30)")
-    if "view" in case:
+    if view:
         engine.execute("CREATE VIEW `main.v` AS SELECT id FROM `main.t` WHERE id < 5")
-    if "struct_field" in case:
+    if struct:
         engine.execute("CREATE TABLE `main.s` AS SELECT id, named_struct('x', id, 'y', 'a') "
                        "AS st FROM range(3)")
+
+
+def _shape(request: pytest.FixtureRequest) -> Shape | None:
+    case = getattr(request.node, "callspec", None) and request.node.callspec.params.get("case")
+    return ("partition" in case, "view" in case, "struct_field" in case) if case else None
+
+
+_TEMPLATES: dict[Shape, Path] = {}
+
+
+def _template(spark, shape: Shape, tmp_path_factory) -> Path:  # noqa: ANN001
+    """A seeded SQLite lake, built once per shape and module: each case starts from a copy
+    (seeding it anew for each of the ~40 SQLite cases cost more than the cases themselves)."""
+    if shape not in _TEMPLATES:
+        from dbt.adapters.ducklake.spark import SparkLake
+
+        root = tmp_path_factory.mktemp("seeded")
+        template = SparkLake.open(spark, f"sqlite:///{root}/catalog.sqlite", f"{root}/data/")
+        try:
+            _seed(Engine(spark, template, ViewRegistry(spark, template)), shape)
+        finally:
+            template.close()
+        _TEMPLATES[shape] = root
+    return _TEMPLATES[shape]
+
+
+@pytest.fixture
+def seeded_target(request, spark, lake_target, tmp_path_factory):  # noqa: ANN001, ANN201
+    """The test's lake target; on SQLite, holding a copy of the case's seeded template (its
+    stored data path made the copy's own) before anything opens it."""
+    shape = _shape(request)
+    if lake_target.backend != "sqlite" and shape is not None \
+            and request.node.callspec.params["case"] not in POSTGRES_CASES:
+        pytest.skip("SQLite runs this case; PostgreSQL runs one case per commit path")
+    if shape is not None and lake_target.backend == "sqlite":
+        root = _template(spark, shape, tmp_path_factory)
+        catalog = lake_target.catalog.removeprefix("sqlite:///")
+        shutil.copyfile(root / "catalog.sqlite", catalog)
+        shutil.copytree(root / "data", lake_target.data_path)
+        with sqlite3.connect(catalog) as conn:
+            conn.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'data_path'",
+                         (lake_target.data_path,))
+        conn.close()
+    return lake_target
+
+
+@pytest.fixture
+def lake(spark, seeded_target):  # noqa: ANN001, ANN201 - SparkLake
+    from dbt.adapters.ducklake.spark import SparkLake
+
+    lk = SparkLake.open(spark, seeded_target.catalog, seeded_target.data_path,
+                        **seeded_target.open_kwargs())
+    yield lk
+    lk.close()
+
+
+@pytest.fixture
+def duck(seeded_target):  # noqa: ANN001, ANN201
+    con = duckdb_connect()
+    con.execute(seeded_target.duckdb_attach)
+    yield con
+    con.close()
+
+
+@pytest.fixture
+def seeded(request, spark, lake, duck):  # noqa: ANN001, ANN201
+    """The engine over the case's seeded lake (see :func:`_seed`)."""
+    shape = _shape(request)
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    if lake.catalog.dialect != "sqlite":
+        assert shape is not None
+        _seed(engine, shape)
     return engine
 
 
