@@ -15,7 +15,9 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import jvm_archive
 import pytest
@@ -176,11 +178,16 @@ def fresh_dbt_adapters() -> Iterator[None]:
     reset_adapters()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget]:  # noqa: ANN001
-    data_path = str(tmp_path / "data") + "/"
-    if request.param == "sqlite":
-        path = tmp_path / "catalog.sqlite"
+CATALOGS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@contextmanager
+def new_lake_target(backend: str, root: Path) -> Iterator[LakeTarget]:
+    """A new, empty lake under ``root`` (SQLite) or in a schema of its own (PostgreSQL),
+    dropped afterwards."""
+    data_path = str(root / "data") + "/"
+    if backend == "sqlite":
+        path = root / "catalog.sqlite"
         yield LakeTarget(
             "sqlite", f"sqlite:///{path}", data_path, None,
             f"ATTACH 'ducklake:sqlite:{path}' AS lake (DATA_PATH '{data_path}')",
@@ -198,6 +205,38 @@ def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget
     )
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=CATALOGS)
+def lake_target(request: pytest.FixtureRequest, tmp_path) -> Iterator[LakeTarget]:  # noqa: ANN001
+    with new_lake_target(request.param, tmp_path) as target:
+        yield target
+
+
+@pytest.fixture(scope="module", params=CATALOGS)
+def module_lake_target(request: pytest.FixtureRequest,
+                       tmp_path_factory) -> Iterator[LakeTarget]:  # noqa: ANN001
+    """One lake per module and catalog, for tests that only read what the module set up."""
+    with new_lake_target(request.param, tmp_path_factory.mktemp("lake")) as target:
+        yield target
+
+
+@pytest.fixture(scope="module")
+def module_lake(spark, module_lake_target: LakeTarget):  # noqa: ANN001, ANN201 - SparkLake
+    from dbt.adapters.ducklake.spark import SparkLake
+
+    lk = SparkLake.open(spark, module_lake_target.catalog, module_lake_target.data_path,
+                        **module_lake_target.open_kwargs())
+    yield lk
+    lk.close()
+
+
+@pytest.fixture(scope="module")
+def module_duck(module_lake_target: LakeTarget) -> Iterator[object]:
+    con = duckdb_connect()
+    con.execute(module_lake_target.duckdb_attach)
+    yield con
+    con.close()
 
 
 @pytest.fixture

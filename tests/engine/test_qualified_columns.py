@@ -24,28 +24,48 @@ from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def engine(spark, lake, duck):  # noqa: ANN001, ANN201
-    """Two schemas with a table ``t`` each and a table ``s.u``, two files per table so that a
-    filter can skip one (none is inlined)."""
-    duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
-    engine = Engine(spark, lake, ViewRegistry(spark, lake))
-    for statement in [
-        "CREATE SCHEMA s", "CREATE SCHEMA o",
-        "CREATE TABLE s.t AS SELECT 1 AS grp, 10 AS v",
-        "INSERT INTO s.t SELECT 2, 20 UNION ALL SELECT 3, 30",
-        "CREATE TABLE s.u AS SELECT 1 AS grp, 'one' AS label",
-        "INSERT INTO s.u SELECT 3, 'three'",
-        "CREATE TABLE o.t AS SELECT 2 AS grp, 'o-two' AS note",
-    ]:
-        engine.execute(statement)
+SETUP = [
+    "CREATE SCHEMA s", "CREATE SCHEMA o",
+    "CREATE TABLE s.t AS SELECT 1 AS grp, 10 AS v",
+    "INSERT INTO s.t SELECT 2, 20 UNION ALL SELECT 3, 30",
+    "CREATE TABLE s.u AS SELECT 1 AS grp, 'one' AS label",
+    "INSERT INTO s.u SELECT 3, 'three'",
+    "CREATE TABLE o.t AS SELECT 2 AS grp, 'o-two' AS note",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def skipping_every_table(spark):  # noqa: ANN001, ANN201
+    """File skipping on for every table, however small."""
     previous = spark.conf.get("spark.ducklake.fileSkipping.minTableBytes", None)
     spark.conf.set("spark.ducklake.fileSkipping.minTableBytes", "0")
-    yield engine
+    yield
     if previous is None:
         spark.conf.unset("spark.ducklake.fileSkipping.minTableBytes")
     else:
         spark.conf.set("spark.ducklake.fileSkipping.minTableBytes", previous)
+
+
+def _set_up(spark, lake, duck) -> Engine:  # noqa: ANN001
+    """Two schemas with a table ``t`` each and a table ``s.u``, two files per table so that a
+    filter can skip one (none is inlined)."""
+    duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+    engine = Engine(spark, lake, ViewRegistry(spark, lake))
+    for statement in SETUP:
+        engine.execute(statement)
+    return engine
+
+
+@pytest.fixture
+def engine(spark, lake, duck):  # noqa: ANN001, ANN201
+    """A lake of the test's own, for tests that write or change the registry."""
+    return _set_up(spark, lake, duck)
+
+
+@pytest.fixture(scope="module")
+def reader(spark, module_lake, module_duck):  # noqa: ANN001, ANN201
+    """One lake per catalog for the tests that only read it."""
+    return _set_up(spark, module_lake, module_duck)
 
 
 def ours(engine, sql: str) -> list[tuple]:  # noqa: ANN001
@@ -83,21 +103,22 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("sql", QUERIES)
-def test_columns_qualified_by_the_table_name_read_as_in_duckdb(engine, duck, sql):  # noqa: ANN001
-    assert ours(engine, sql) == duckdb(duck, sql)
+def test_columns_qualified_by_the_table_name_read_as_in_duckdb(reader, module_duck,  # noqa: ANN001
+                                                             sql):
+    assert ours(reader, sql) == duckdb(module_duck, sql)
 
 
-def test_a_star_qualified_by_schema_and_table(engine):  # noqa: ANN001
+def test_a_star_qualified_by_schema_and_table(reader):  # noqa: ANN001
     """``s.t.*``, which Spark takes and DuckDB's parser does not."""
-    assert ours(engine, "SELECT s.t.* FROM s.t WHERE s.t.grp = 2") == [(2, 20)]
+    assert ours(reader, "SELECT s.t.* FROM s.t WHERE s.t.grp = 2") == [(2, 20)]
 
 
-def test_two_tables_of_one_name(engine):  # noqa: ANN001
+def test_two_tables_of_one_name(reader):  # noqa: ANN001
     """``s.t`` and ``o.t`` in one query: ``t.grp`` is ambiguous (Spark says so; here the
     error offers both tables' columns); ``s.t.grp`` (in QUERIES) and the rest work."""
-    assert ours(engine, "SELECT * FROM s.t JOIN o.t USING (grp)") == [(2, 20, "o-two")]
+    assert ours(reader, "SELECT * FROM s.t JOIN o.t USING (grp)") == [(2, 20, "o-two")]
     with pytest.raises(Exception, match=r"`s\.t`\.`grp`, `o\.t`\.`grp`"):
-        ours(engine, "SELECT t.grp FROM s.t CROSS JOIN o.t")
+        ours(reader, "SELECT t.grp FROM s.t CROSS JOIN o.t")
 
 
 def test_as_dbt_renders_relations(engine, caplog):  # noqa: ANN001
