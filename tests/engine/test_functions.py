@@ -17,6 +17,7 @@ from dbt.adapters.ducklake.lake.errors import UnsafeViewError
 from dbt.adapters.ducklake.lake.models import MacroParameter
 from dbt.adapters.ducklake.sql.context import UnsupportedStatementError
 from dbt.adapters.ducklake.sql.engine import Engine
+from dbt.adapters.ducklake.sql.functions import register_functions
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
@@ -44,6 +45,10 @@ def test_a_function_is_stored_in_the_lake_and_run_by_both_engines(spark, lake, d
     # another session, as another dbt run finds it; unqualified in the profile's schema
     other = _engine(spark, lake, schema="s")
     assert _value(other, "SELECT price_for_xlarge(5)") == 10.0
+    # the Python API: registered for DataFrame expressions in a session of its own
+    session = spark.newSession()
+    assert register_functions(session, lake) == ["s.price_for_xlarge"]
+    assert session.range(1).selectExpr("`s.price_for_xlarge`(4)").collect()[0][0] == 8.0
     # DuckDB loads the catalog and runs the macro (the translation, default included)
     assert duck_rows(duck, "SELECT lake.s.price_for_xlarge(100), "
                            "lake.s.price_for_xlarge()") == [(200.0, 200.0)]
@@ -116,4 +121,38 @@ def test_functions_the_lake_cannot_store_are_refused_naming_what_it_can(spark, l
         engine.execute("CREATE FUNCTION s.t(x INT) RETURNS TABLE (a INT) RETURN SELECT x")
     with pytest.raises(UnsupportedStatementError, match="Java class.*scalar SQL functions"):
         engine.execute("CREATE FUNCTION s.j AS 'com.example.Udf'")
+    assert lake.functions("s") == []
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_function_created_on_a_branch_is_published_with_it(spark, lake, duck):  # noqa: ANN001
+    """``publish: atomic``: a function the build creates is staged on the branch (invisible
+    to the lake until the publish) and published with its Spark definition."""
+    from dbt.adapters.ducklake.lake.branch import Branch
+    from dbt.adapters.ducklake.spark import SparkLake
+
+    _engine(spark, lake).execute("CREATE SCHEMA s")
+    branch = Branch.open(lake.catalog)
+    try:
+        staged = _engine(spark, SparkLake(spark, branch.catalog))
+        staged.execute("CREATE FUNCTION s.f(x INT) RETURNS INT RETURN x + 1")
+        assert _value(staged, "SELECT `s.f`(1)") == 2
+        assert lake.functions("s") == []
+        branch.publish()
+    finally:
+        branch.discard()
+    assert _value(_engine(spark, lake), "SELECT `s.f`(41)") == 42
+    assert duck_rows(duck, "SELECT lake.s.f(41)") == [(42,)]
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_pinned_session_refuses_to_create_functions(spark, lake):  # noqa: ANN001
+    from dbt.adapters.ducklake.lake.errors import ReadOnlyError
+
+    _engine(spark, lake).execute("CREATE SCHEMA s")
+    pinned = lake.current_snapshot().snapshot_id
+    session = spark.newSession()
+    engine = Engine(session, lake, ViewRegistry(session, lake, pinned), read_only=True)
+    with pytest.raises(ReadOnlyError):
+        engine.execute("CREATE FUNCTION s.f(x INT) RETURNS INT RETURN x + 1")
     assert lake.functions("s") == []

@@ -19,10 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from ..lake.errors import UnsupportedViewError
 from ..lake.models import MacroParameter
+from ..spark.lake import SparkLake
 from ..spark.types import lake_type
 from .context import StatementContext, StatementResult, UnsupportedStatementError
 from .names import quote
@@ -203,6 +205,25 @@ def class_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResul
         f"function {parts} is a Java class ({plan.className()}); the lake stores scalar SQL "
         "functions only (CREATE FUNCTION f(x DOUBLE) RETURNS DOUBLE RETURN x * 2); register "
         "a class with CREATE TEMPORARY FUNCTION in a session instead")
+
+
+def register_functions(spark: SparkSession, lake: SparkLake, schema: str | None = None,
+                       version: int | None = None) -> list[str]:
+    """The Python API's access to the lake's functions: register each (of ``schema``, at
+    snapshot ``version``; all and the latest by default) in ``spark`` as the temp function
+    `` `schema.f` ``, checked as every lake function is, for DataFrame expressions
+    (``df.selectExpr("`main.f`(x)")``). Returns their names. DuckDB's own macros, which have
+    no Spark definition, are left out. Call it again after the functions change."""
+    from .temp_views import ViewRegistry
+
+    registry = ViewRegistry(spark, lake, version)
+    names = []
+    for macro in lake.functions(schema, version):
+        if macro.spark_sql is not None:
+            name = registry.register_function([f"{macro.schema_name}.{macro.macro_name}"])
+            if name is not None:
+                names.append(name)
+    return names
 
 
 HANDLERS = {
