@@ -72,7 +72,7 @@ def duckdb_body(function: str, body: str, is_query: bool, parameters: Sequence[P
 
     if is_query:
         tree = sqlglot.parse_one(body, read="spark")
-        if not isinstance(tree, exp.Select) or tree.args.get("from") or \
+        if not isinstance(tree, exp.Select) or tree.find(exp.From, exp.Table) or \
                 len(tree.expressions) != 1 or any(
                     tree.args.get(k) for k in ("where", "group", "having", "order", "limit")):
             raise UnsupportedViewError(
