@@ -56,6 +56,9 @@ def test_a_function_is_stored_in_the_lake_and_run_by_both_engines(spark, lake, d
                         f"{created.snapshot_id}").fetchone()[0] == {
         "scalar_macros_created": ["s.price_for_xlarge"]}
 
+    again = engine.execute("CREATE OR REPLACE FUNCTION s.price_for_xlarge(price FLOAT DEFAULT "
+                           "100) RETURNS FLOAT DETERMINISTIC RETURN SELECT price * 2")
+    assert again.snapshot is None and again.message == "unchanged"  # as every dbt run does
     replaced = engine.execute("CREATE OR REPLACE FUNCTION s.price_for_xlarge(price FLOAT) "
                               "RETURNS FLOAT RETURN price * 3").snapshot
     assert replaced is not None

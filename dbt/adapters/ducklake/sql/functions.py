@@ -159,9 +159,17 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
         log.warning("function %s: its DuckDB translation failed; it is stored as Spark SQL "
                     "only", shown, exc_info=True)
         duckdb = spark_only_body(shown)
+    macro_parameters = tuple(_macro_parameter(ctx, p) for p in parameters)
+    if plan.replace() and any(
+            (m.macro_name, m.sql, m.parameters, m.spark_sql, m.kind)
+            == (name.name, duckdb, macro_parameters, definition, "scalar")
+            for m in ctx.lake.functions(name.schema)):
+        # every `dbt run` replaces its functions: an identical one costs no snapshot (nor a
+        # schema version, which makes every DuckDB reader load the catalog again)
+        return StatementResult("CREATE FUNCTION", message="unchanged")
     snapshot = ctx.changed(ctx.lake.create_function(
-        (name.schema, name.name), duckdb, [_macro_parameter(ctx, p) for p in parameters],
-        definition, replace=plan.replace(), info=ctx.commit_info("CREATE FUNCTION")))
+        (name.schema, name.name), duckdb, macro_parameters, definition,
+        replace=plan.replace(), info=ctx.commit_info("CREATE FUNCTION")))
     return StatementResult("CREATE FUNCTION", snapshot=snapshot)
 
 
