@@ -159,3 +159,20 @@ def test_a_pinned_session_refuses_to_create_functions(spark, lake):  # noqa: ANN
     with pytest.raises(ReadOnlyError):
         engine.execute("CREATE FUNCTION s.f(x INT) RETURNS INT RETURN x + 1")
     assert lake.functions("s") == []
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_bodies_call_lake_functions_and_read_lake_tables(spark, lake):  # noqa: ANN001
+    """Inside a function's body Spark resolves `s.g(x)` in its own catalog only: the stored
+    body names lake functions and tables as their temp names, so any session runs it."""
+    engine = _engine(spark, lake)
+    engine.execute("CREATE SCHEMA s")
+    engine.execute("CREATE TABLE s.t AS SELECT 1 AS x")
+    engine.execute("CREATE FUNCTION s.g(x INT) RETURNS INT RETURN x * 10")
+    engine.execute("CREATE FUNCTION s.f(x INT) RETURNS INT RETURN s.g(x) + 1")
+    engine.execute("CREATE FUNCTION s.m() RETURNS INT RETURN SELECT max(x) FROM s.t")
+    engine.execute("CREATE VIEW s.v AS SELECT s.f(x) AS y, `s.g`(x) AS z, s.m() AS w FROM s.t")
+    other = _engine(spark, lake)
+    assert [tuple(r) for r in other.execute("SELECT * FROM s.v").df.collect()] == [(11, 10, 1)]
+    engine.execute("INSERT INTO s.t VALUES (5)")
+    assert _value(other, "SELECT s.m()") == 5  # the table as of the caller's snapshot

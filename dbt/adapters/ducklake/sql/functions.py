@@ -28,8 +28,10 @@ from ..spark.lake import SparkLake
 from ..spark.types import lake_type
 from .context import StatementContext, StatementResult, UnsupportedStatementError
 from .names import quote
-from .plans import name_parts
+from .plans import function_calls, name_parts
+from .temp_views import call_name_end
 from .view_dialects import duckdb_query
+from .view_guard import is_builtin
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -133,7 +135,7 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
     body = plan.queryText().get() if is_query else plan.exprText().get()
     prefix = "" if is_query else "SELECT "
     # two-part lake names (s.t) in the body pointed at their views, as in any statement
-    text = ctx.registry.prepared(prefix + body)
+    text = _lake_calls_renamed(ctx, ctx.registry.prepared(prefix + body))
     body = text[len(prefix):] if text.startswith(prefix) else body
     deterministic = plan.isDeterministic()
     definition = spark_definition(
@@ -171,6 +173,28 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
         (name.schema, name.name), duckdb, macro_parameters, definition,
         replace=plan.replace(), info=ctx.commit_info("CREATE FUNCTION")))
     return StatementResult("CREATE FUNCTION", snapshot=snapshot)
+
+
+def _lake_calls_renamed(ctx: StatementContext, text: str) -> str:
+    """``text`` (a function's body as a query) with its calls of lake functions named as
+    their temp functions (`` `s.g`(x) `` for ``s.g(x)``, or ``g(x)`` in the profile's
+    schema): inside a function's body Spark resolves a two-part name in its own catalog
+    only, and a stored body must not depend on who reads it."""
+    plan = ctx.spark._jsparkSession.sessionState().sqlParser().parsePlan(text)  # noqa: SLF001
+    edits = []
+    for start, parts in function_calls(plan):
+        if len(parts) == 1 and ("." in parts[0] or is_builtin(ctx.spark, parts[0].lower())):
+            continue  # `s.g` already, or Spark's own
+        found = ctx.registry.function_name(parts)
+        if found is None or not any(m.macro_name.lower() == found[1].lower()
+                                    for m in ctx.lake.functions(found[0])):
+            continue
+        stop = call_name_end(text, start)
+        if stop is not None:
+            edits.append((start, stop, quote(f"{found[0]}.{found[1]}")))
+    for start, stop, name in sorted(edits, reverse=True):
+        text = text[:start] + name + text[stop:]
+    return text
 
 
 def _parameters(ctx: StatementContext, plan: Any) -> list[Parameter]:

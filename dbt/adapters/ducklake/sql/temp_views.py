@@ -520,7 +520,7 @@ class ViewRegistry:
         if span is None or sql is None:
             raise exc
         start = span[0]
-        stop = _call_name_end(sql, start)
+        stop = call_name_end(sql, start)
         if stop is None:
             raise exc
         return sql[:start] + quote(temp) + sql[stop:]
@@ -731,7 +731,7 @@ def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any
     return text
 
 
-def _call_name_end(sql: str, start: int) -> int | None:
+def call_name_end(sql: str, start: int) -> int | None:
     """The end of the function name of the call at ``start`` (``s.f(``, `` `s`.`f` (``):
     the position of its opening parenthesis, whitespace before it excluded."""
     i, quoted = start, False

@@ -338,6 +338,9 @@ def _builtin(spark: SparkSession, name: str) -> bool:
     return known
 
 
+is_builtin = _builtin  # for the function bodies' own name resolution (sql/functions.py)
+
+
 def _case_sensitive(spark: SparkSession) -> bool:
     return str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
 
