@@ -13,7 +13,7 @@ import logging
 import pytest
 from oracle import duck_rows
 
-from dbt.adapters.ducklake.lake.errors import UnsafeViewError
+from dbt.adapters.ducklake.lake.errors import UnsafeViewError, UnsupportedViewError
 from dbt.adapters.ducklake.lake.models import MacroParameter
 from dbt.adapters.ducklake.sql.context import UnsupportedStatementError
 from dbt.adapters.ducklake.sql.engine import Engine
@@ -92,6 +92,10 @@ def test_a_body_duckdb_cannot_run_the_same_is_spark_only(spark, lake, duck, capl
     assert _value(engine, "SELECT `s.money`(1234.5)") == "1,234.50"
     with pytest.raises(Exception, match="s.money is stored as Spark SQL only"):
         duck.execute("SELECT lake.s.money(1234.5)").fetchall()
+    # the other way round: DuckDB's own macros have no Spark definition (untyped parameters)
+    duck.execute("CREATE MACRO lake.s.plus_one(a) AS a + 1")
+    with pytest.raises(UnsupportedViewError, match="s.plus_one is a DuckDB macro"):
+        engine.execute("SELECT s.plus_one(1)").df.collect()
 
 
 @pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
