@@ -124,7 +124,7 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
     (Spark's SQL function): stored in the lake in one snapshot, after Spark has analysed it."""
     name = ctx.written_name(name_parts(plan.child()))
     shown = f"{name.schema}.{name.name}"
-    language = str(plan.language().toString()) if hasattr(plan, "language") else "LanguageSQL"
+    language = str(plan.language().toString())
     if plan.isTableFunc() or language != "LanguageSQL":
         kind = "a table function" if plan.isTableFunc() else f"a {language} function"
         raise UnsupportedStatementError(
@@ -142,25 +142,16 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
         parameters, str(plan.returnTypeText()), body,
         bool(deterministic.get()) if deterministic.isDefined() else None,
         str(plan.comment().get()) if plan.comment().isDefined() else None)
-    if not plan.replace() and any(m.macro_name.lower() == name.name.lower()
-                                  for m in ctx.lake.functions(name.schema)):
-        if plan.ignoreIfExists():
-            return StatementResult("CREATE FUNCTION", message="exists")
+    if plan.ignoreIfExists() and any(m.macro_name.lower() == name.name.lower()
+                                     for m in ctx.lake.functions(name.schema)):
+        return StatementResult("CREATE FUNCTION", message="exists")
     # Checked (lake content is untrusted) and analysed by Spark before anything is stored.
     check = f"{shown}__ducklake_check"
     try:
         ctx.registry.create_function(check, definition, shown)
     finally:
         ctx.spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {quote(check)}")
-    try:
-        duckdb = duckdb_body(shown, body, is_query, parameters, str(plan.returnTypeText()))
-    except UnsupportedViewError as exc:
-        log.warning("%s: DuckDB lists it but calling it there raises an error", exc)
-        duckdb = spark_only_body(shown)
-    except Exception:  # a translation's failure never fails the function
-        log.warning("function %s: its DuckDB translation failed; it is stored as Spark SQL "
-                    "only", shown, exc_info=True)
-        duckdb = spark_only_body(shown)
+    duckdb = _macro_body(shown, body, is_query, parameters, str(plan.returnTypeText()))
     macro_parameters = tuple(_macro_parameter(ctx, p) for p in parameters)
     if plan.replace() and any(
             (m.macro_name, m.sql, m.parameters, m.spark_sql, m.kind)
@@ -173,6 +164,20 @@ def create_function(ctx: StatementContext, plan: Any, sql: str) -> StatementResu
         (name.schema, name.name), duckdb, macro_parameters, definition,
         replace=plan.replace(), info=ctx.commit_info("CREATE FUNCTION")))
     return StatementResult("CREATE FUNCTION", snapshot=snapshot)
+
+
+def _macro_body(function: str, body: str, is_query: bool, parameters: Sequence[Parameter],
+                returns: str) -> str:
+    """What DuckDB's macro runs: :func:`duckdb_body`, or :func:`spark_only_body` with a
+    warning naming the construct."""
+    try:
+        return duckdb_body(function, body, is_query, parameters, returns)
+    except UnsupportedViewError as exc:
+        log.warning("%s: DuckDB lists it but calling it there raises an error", exc)
+    except Exception:  # a translation's failure never fails the function
+        log.warning("function %s: its DuckDB translation failed; it is stored as Spark SQL "
+                    "only", function, exc_info=True)
+    return spark_only_body(function)
 
 
 def _lake_calls_renamed(ctx: StatementContext, text: str) -> str:
