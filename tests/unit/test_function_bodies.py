@@ -30,12 +30,14 @@ def test_a_body_with_the_same_meaning_becomes_a_macro_expression(
 
 @pytest.mark.parametrize("body, is_query, construct", [
     ("format_number(x, 2)", False, "format_number"),
+    ("CAST(s AS INT) + 1", False, "a cast from text to INT"),
     ("SELECT max(x) FROM s.t", True, "query over relations"),
     ("SELECT x WHERE x > 1", True, "query over relations"),
 ])
 def test_a_body_without_one_is_refused_naming_the_construct(body, is_query, construct):  # noqa: ANN001
     with pytest.raises(UnsupportedViewError, match=construct) as info:
-        duckdb_body("s.f", body, is_query, [Parameter("x", "double")], "STRING")
+        duckdb_body("s.f", body, is_query, [Parameter("x", "double"), Parameter("s", "string")],
+                    "STRING")
     assert "function s.f" in str(info.value)
 
 

@@ -93,6 +93,10 @@ def duckdb_body(function: str, body: str, is_query: bool, parameters: Sequence[P
         return types if (schema_name, table_name) == (schema, table) else None
 
     try:
+        # the body alone first: the translator judges a cast nested in another one (the
+        # return type's) more loosely than one at the top of a projection
+        duckdb_query(f"SELECT ({expression}) AS r FROM `{_ARGS}`", f"function {function}",
+                     columns)
         translated = duckdb_query(query, f"function {function}", columns)
     except UnsupportedViewError as exc:
         raise UnsupportedViewError(str(exc).replace("view function", "function", 1)) from None
