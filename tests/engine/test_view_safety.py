@@ -182,8 +182,6 @@ def test_a_verdict_is_cached_per_text(spark):  # noqa: ANN001
     ("SELECT * FROM spark_catalog.default.t", "not a table or view of the lake"),
     ("SELECT from_protobuf(x, 'M', '/etc/passwd') FROM `s.t`", "from_protobuf"),
     ("SELECT try_reflect('java.lang.Runtime', 'getRuntime') AS r", "try_reflect"),
-    ("SELECT session.my_udf(1) AS x", "session.my_udf"),
-    ("SELECT my_udf(1) AS x", "not a built-in function"),
     ("SELECT * FROM sql_keywords()", "sql_keywords"),
     ("SELECT * FROM `s.t` LATERAL VIEW java_method('a', 'b') g AS x", "java_method"),
     ("SELECT (SELECT reflect('a', 'b')) AS x", "reflect"),
@@ -194,6 +192,19 @@ def test_verdicts_name_the_construct(spark, body, construct):  # noqa: ANN001
     verdict = view_guard.statement_verdict(spark, "s.v", statement)
     assert verdict.refusal is not None and construct.lower() in verdict.refusal.lower(), \
         verdict
+
+
+@pytest.mark.parametrize("body, parts", [
+    ("SELECT session.my_udf(1) AS x", ("session", "my_udf")),
+    ("SELECT my_udf(1) AS x", ("my_udf",)),
+])
+def test_a_function_not_built_in_is_refused_unless_the_lake_has_it(spark, body, parts):  # noqa: ANN001
+    statement = f"CREATE OR REPLACE TEMP VIEW `s.v` AS {body}"
+    verdict = view_guard.statement_verdict(spark, "s.v", statement)
+    assert verdict.refusal is None and verdict.functions == {parts}
+    with pytest.raises(UnsafeViewError, match="not a built-in function"):
+        view_guard.check_view(spark, "s.v", statement, lambda _: True, lambda _: False)
+    view_guard.check_view(spark, "s.v", statement, lambda _: True, lambda _: True)
 
 
 def test_only_a_temp_view_over_a_query_is_checked_as_one(spark):  # noqa: ANN001

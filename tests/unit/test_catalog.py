@@ -261,3 +261,12 @@ def test_earlier_names_are_gone():
     assert not hasattr(lake_package, "Lake")
     assert not hasattr(SparkLake, "lake")
 
+
+
+def test_dropping_a_function_another_writer_dropped_is_a_conflict() -> None:
+    from dbt.adapters.ducklake.lake.conflicts import find_conflict
+
+    assert find_conflict(["dropped_scalar_macro:7"], ["dropped_scalar_macro:7"]) == \
+        "function 7 was dropped by another transaction"
+    assert find_conflict(["dropped_scalar_macro:7"], ["dropped_scalar_macro:8"]) is None
+    assert find_conflict(['created_scalar_macro:"s"."f"'], ['created_scalar_macro:"s"."f"'])

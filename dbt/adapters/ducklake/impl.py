@@ -297,6 +297,13 @@ class DuckLakeAdapter(SQLAdapter):
                 identifier=name,
                 type=RelationType.View if kind == "view" else RelationType.Table,
             ))
+        # the lake's SQL functions (dbt's `functions/`), unless a table or view has the name
+        taken = {r.identifier.lower() for r in out if r.identifier}
+        for function in self.runtime().lake.functions(schema_relation.schema):
+            if function.macro_name.lower() not in taken:
+                out.append(self.Relation.create(
+                    database=database, schema=schema_relation.schema,
+                    identifier=function.macro_name, type=RelationType.Function))
         return out
 
     def get_columns_in_relation(self, relation: BaseRelation) -> list[DuckLakeColumn]:

@@ -284,7 +284,7 @@ def runtime_for(credentials: DuckLakeCredentials) -> Runtime:
             spark = _own_session(spark)
             lake.read_only_snapshot = pinned  # no catalog write, whatever asks for one
         spark_lake = SparkLake(spark, lake)
-        registry = ViewRegistry(spark, spark_lake, pinned)
+        registry = ViewRegistry(spark, spark_lake, pinned, function_schema=credentials.schema)
         engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(credentials),
                         read_only=pinned is not None)
         runtime = Runtime(spark, spark_lake, registry, engine, credentials)
@@ -304,7 +304,7 @@ def branch_runtime(base: Runtime, branch: Any) -> Runtime:
     """
     spark = _own_session(base.spark)
     spark_lake = SparkLake(spark, branch.catalog)
-    registry = ViewRegistry(spark, spark_lake, None)
+    registry = ViewRegistry(spark, spark_lake, None, function_schema=base.credentials.schema)
     engine = Engine(spark, spark_lake, registry, commit_info=_commit_info(base.credentials))
     return Runtime(spark, spark_lake, registry, engine, base.credentials, branch=branch)
 

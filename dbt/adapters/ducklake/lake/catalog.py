@@ -35,6 +35,8 @@ from .models import (
     DataFile,
     DeleteFile,
     InlinedDataTable,
+    MacroInfo,
+    MacroParameter,
     NameMapping,
     PartitionColumn,
     PartitionSpec,
@@ -491,6 +493,35 @@ class Catalog(CatalogDatabase):
                  f"AND g.key = '{SPARK_SQL_TAG}' AND {visible('g')}")
         return [ViewInfo(r[0], str(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8] or "", r[9],
                          r[10]) for r in rows]
+
+    def macros(
+        self, schema_name: str | None = None, at: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[MacroInfo]:
+        """Macros (SQL functions) visible at ``at`` (latest by default), each with its first
+        implementation, its parameters and its Spark definition tag."""
+        columns = ("e.macro_id, e.schema_id, e.macro_name, e.begin_snapshot, e.end_snapshot, "
+                   "s.schema_name, i.dialect, i.sql, i.type, g.value")
+        join = (f" JOIN {self.t('ducklake_macro_impl')} i ON i.macro_id = e.macro_id AND "
+                f"i.impl_id = 0 LEFT JOIN {self.t('ducklake_tag')} g ON g.object_id = "
+                f"e.macro_id AND g.key = '{SPARK_SQL_TAG}' AND {visible('g')}")
+        with self._reading(conn) as conn:
+            rows = self._entries("macro", columns, schema_name, at, conn, join=join)
+            ids = [int(r[0]) for r in rows]
+            params: dict[int, list[MacroParameter]] = {i: [] for i in ids}
+            if ids:
+                found = conn.execute(text(
+                    "SELECT macro_id, parameter_name, parameter_type, default_value, "
+                    f"default_value_type FROM {self.t('ducklake_macro_parameters')} WHERE "
+                    f"impl_id = 0 AND macro_id IN ({', '.join(str(i) for i in ids)}) "
+                    "ORDER BY macro_id, column_id")).all()
+                for macro_id, name, kind, default, default_type in cast(
+                        "Sequence[tuple[int, str, str | None, str | None, str | None]]", found):
+                    params[int(macro_id)].append(MacroParameter(
+                        name, kind or "unknown", default if default is not None else "NULL",
+                        default_type or "unknown"))
+        return [MacroInfo(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+                          tuple(params[int(r[0])]), r[9]) for r in rows]
 
     # ------------------------------------------------------------------ columns and comments
     def comment(self, object_id: int, conn: Connection, at: int | None = None) -> str | None:

@@ -116,6 +116,11 @@ def find_conflict(
         elif kind == "dropped_view":
             if value in their_by_kind.get("dropped_view", set()):
                 return f"view {value} was dropped by another transaction"
+        elif kind in ("dropped_scalar_macro", "dropped_table_macro"):
+            if value in their_by_kind.get("dropped_scalar_macro", set()) | their_by_kind.get(
+                "dropped_table_macro", set()
+            ):
+                return f"function {value} was dropped by another transaction"
         elif kind == "altered_view":
             if value in their_by_kind.get("dropped_view", set()) | their_by_kind.get(
                 "altered_view", set()

@@ -108,6 +108,41 @@ class ViewInfo:
         return parse_column_aliases(self.column_aliases)
 
 
+@dataclass(frozen=True)
+class MacroParameter:
+    """One parameter of a DuckLake macro (``ducklake_macro_parameters``): its lake type
+    (``unknown`` when untyped) and its default as DuckDB stores it (``default_value``
+    ``'NULL'`` and type ``unknown`` when it has none)."""
+
+    name: str
+    type: str = "unknown"
+    default_value: str = "NULL"
+    default_type: str = "unknown"
+
+    @property
+    def has_default(self) -> bool:
+        return self.default_type != "unknown"
+
+
+@dataclass(frozen=True)
+class MacroInfo:
+    """A DuckLake macro (a SQL function) visible at a snapshot, with its first
+    implementation (DuckDB's overloads beyond it are not read) and, for a function created
+    here, its Spark definition from the ``spark_sql`` tag."""
+
+    macro_id: int
+    schema_id: int
+    macro_name: str
+    begin_snapshot: int
+    end_snapshot: int | None
+    schema_name: str
+    dialect: str
+    sql: str
+    kind: str  # 'scalar' or 'table', as ducklake_macro_impl.type
+    parameters: tuple[MacroParameter, ...] = ()
+    spark_sql: str | None = None
+
+
 # The ``ducklake_tag`` key holding a view's Spark SQL beside the DuckDB translation in
 # ``ducklake_view.sql``: DuckDB ignores tags other than ``comment``, and a view's tags end with it.
 SPARK_SQL_TAG = "spark_sql"

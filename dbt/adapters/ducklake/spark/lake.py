@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from ..lake import cleanup as lake_cleanup
 from ..lake import expiry as lake_expiry
+from ..lake import macros as lake_macros
 from ..lake import options as lake_options
 from ..lake import streams as lake_streams
 from ..lake import tables
@@ -40,7 +41,16 @@ from ..lake.errors import (
 )
 from ..lake.expiry import ExpireResult
 from ..lake.inlining.rows import can_inline
-from ..lake.models import ColumnInfo, ColumnSpec, Snapshot, TableInfo, TableRef, ViewInfo
+from ..lake.models import (
+    ColumnInfo,
+    ColumnSpec,
+    MacroInfo,
+    MacroParameter,
+    Snapshot,
+    TableInfo,
+    TableRef,
+    ViewInfo,
+)
 from ..lake.options import OptionSetting
 from ..lake.partitions import (
     PartitionField,
@@ -297,6 +307,39 @@ class SparkLake:
             raise
         tx = Transaction(self.catalog)
         tables.drop_view(tx, view.schema_name, view.view_name)
+        return self.commit(tx, info)
+
+    # ------------------------------------------------------------------ functions
+    def functions(self, schema_name: str | None = None,
+                  version: int | None = None) -> list[MacroInfo]:
+        """The lake's SQL functions (DuckLake macros) at ``version`` (latest by default)."""
+        with self.catalog.read() as conn:
+            at = None if version is None else \
+                self.catalog.snapshot(version=version, conn=conn).snapshot_id
+            return self.catalog.macros(schema_name, at, conn)
+
+    def create_function(self, name: TableName, duckdb_sql: str,
+                        parameters: Sequence[MacroParameter], spark_sql: str, *,
+                        replace: bool = False, info: CommitInfo | None = None) -> Snapshot:
+        """``CREATE [OR REPLACE] FUNCTION``: a DuckLake macro whose body ``duckdb_sql`` is
+        what DuckDB runs, with the Spark definition ``spark_sql`` this engine registers."""
+        schema_name, function_name = split_name(name)
+        tx = Transaction(self.catalog)
+        lake_macros.create_macro(tx, schema_name, function_name, duckdb_sql, parameters,
+                                 replace=replace, spark_sql=spark_sql)
+        return self.commit(tx, info)
+
+    def drop_function(self, name: TableName, if_exists: bool = False,
+                      info: CommitInfo | None = None) -> Snapshot | None:
+        schema_name, function_name = split_name(name)
+        if not any(m.macro_name.lower() == function_name.lower()
+                   for m in self.functions(schema_name)):
+            if if_exists:
+                return None
+            raise NotFoundError(
+                f"function {schema_name}.{function_name} does not exist in the lake")
+        tx = Transaction(self.catalog)
+        lake_macros.drop_macro(tx, schema_name, function_name)
         return self.commit(tx, info)
 
     def rename_view(self, name: TableName, new_name: TableName,

@@ -20,12 +20,12 @@ from pyspark.sql import DataFrame
 from ..lake.errors import InvalidArgumentError
 from ..spark.expressions import java_class
 from ..spark.lake import PartitionBy
-from . import ddl, dml
+from . import ddl, dml, functions
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
 from .names import LakeName, message_parameter
 from .plans import statement_summary, writing_node
 
-_HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS}
+_HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS, **functions.HANDLERS}
 
 # Plans Spark carries out itself on session state (no lake write): run with the lake
 # relations they name registered as temp views.

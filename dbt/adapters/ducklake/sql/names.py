@@ -113,6 +113,22 @@ def missing_relation(exc: AnalysisException) -> list[str] | None:
     return split_identifier(name)
 
 
+def missing_routine(exc: AnalysisException) -> list[str] | None:
+    """The name parts of the function Spark could not resolve, if that is what failed."""
+    condition = None
+    for attr in ("getCondition", "getErrorClass"):
+        try:
+            condition = getattr(exc, attr)()
+            if condition:
+                break
+        except Exception:  # noqa: BLE001
+            continue
+    if condition != "UNRESOLVED_ROUTINE":
+        return None
+    name = message_parameter(exc, "routineName")
+    return split_identifier(name) if name else None
+
+
 def message_parameter(exc: Exception, key: str) -> str | None:
     """One message parameter of a Spark error, ``None`` if it has none of that name.
 

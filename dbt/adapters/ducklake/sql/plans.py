@@ -218,3 +218,33 @@ def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],
     for getter in ("children", "innerChildren", "subqueries"):
         for child in seq(getattr(node, getter)()):
             _qualified_columns(child, tables, found)
+
+
+def function_calls(plan: Any) -> list[tuple[int, list[str]]]:
+    """The calls of functions by a one- or two-part name in a parsed plan, with the start of
+    each in the statement's text: ``(start, name parts)``, subqueries included."""
+    found: dict[int, list[str]] = {}
+
+    def walk(node: Any) -> None:
+        try:
+            expressions = seq(node.expressions())
+        except Exception:  # noqa: BLE001 - py4j: not a plan node
+            return
+        stack = list(expressions)
+        while stack:
+            expr = stack.pop()
+            kind = expr.nodeName()
+            if kind in ("ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"):
+                walk(expr.plan())
+            elif kind == "UnresolvedFunction":
+                parts = [str(p) for p in seq(expr.nameParts())]
+                start = expr.origin().startIndex()
+                if len(parts) <= 2 and start.isDefined():
+                    found[start.get()] = parts
+            stack.extend(seq(expr.children()))
+        for getter in ("children", "innerChildren"):
+            for child in seq(getattr(node, getter)()):
+                walk(child)
+
+    walk(plan)
+    return sorted(found.items())

@@ -41,10 +41,18 @@ from ..spark.expressions import java_class
 from ..spark.lake import SparkLake
 from ..spark.read import local_frame, scan
 from ..spark.table_state import TableState, load_state
-from .names import CURRENT_SNAPSHOT, SNAPSHOTS, LakeName, missing_relation, parse_name, quote
+from .names import (
+    CURRENT_SNAPSHOT,
+    SNAPSHOTS,
+    LakeName,
+    missing_relation,
+    missing_routine,
+    parse_name,
+    quote,
+)
 from .plans import Named, qualified_columns, relation_names
 from .view_dialects import SPARK, duckdb_type, spark_query
-from .view_guard import check_view
+from .view_guard import check_function, check_view
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -91,10 +99,15 @@ class ViewRegistry:
     """
 
     def __init__(self, spark: SparkSession, lake: SparkLake,
-                 pinned_version: int | None = None) -> None:
+                 pinned_version: int | None = None,
+                 function_schema: str | None = None) -> None:
         self.spark = spark
         self.lake = lake
         self.pinned_version = pinned_version
+        # the schema an unqualified call of a lake function looks in (the profile's schema,
+        # as Spark looks in the current database)
+        self.function_schema = function_schema
+        self._functions: dict[str, bool] = {}  # temp function name -> follows the latest
         self._registered: dict[str, bool] = {}  # view name -> follows the latest snapshot
         # view name -> the table state it scans, the change feed's kind and sources, or the
         # body of a DuckLake view
@@ -117,7 +130,15 @@ class ViewRegistry:
                     self.spark.catalog.dropTempView(name)
                     del self._registered[name]
                     self._states.pop(name, None)
+            self._drop_functions()
             self._snapshot = latest
+
+    def _drop_functions(self) -> None:
+        """Forget the lake functions registered at the latest snapshot (under the lock)."""
+        for name, floating in list(self._functions.items()):
+            if floating:
+                self.spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {quote(name)}")
+                del self._functions[name]
 
     def invalidate(self, name: LakeName | None = None) -> None:
         with self._lock:
@@ -127,6 +148,8 @@ class ViewRegistry:
                     self.spark.catalog.dropTempView(view)
                     del self._registered[view]
                     self._states.pop(view, None)
+            if name is None:
+                self._drop_functions()
             self._snapshot = None
 
     def register(self, name: LakeName) -> bool:
@@ -251,9 +274,73 @@ class ViewRegistry:
         files. The relations it names are registered and pointed at first, so the text
         checked is the text run (up to the names of views registered again). Returns it."""
         text = self._prepared(statement)
-        check_view(self.spark, view, text, self._lake_relation)
+        check_view(self.spark, view, text, self._lake_relation, self._lake_function)
         _, final = self._run(self.spark.sql, text)
         return final or text
+
+    # ---------------------------------------------------------------------- functions
+    def function_name(self, parts: Sequence[str]) -> tuple[str, str] | None:
+        """``(schema, function)`` a call's name parts name in the lake: `` `s.f` `` (as dbt
+        renders a function), ``s.f``, or ``f`` in :attr:`function_schema`."""
+        if len(parts) == 2:
+            return parts[0], parts[1]
+        if len(parts) == 1 and "." in parts[0] and "@" not in parts[0]:
+            schema, name = parts[0].split(".", 1)
+            return schema, name
+        if len(parts) == 1 and self.function_schema:
+            return self.function_schema, parts[0]
+        return None
+
+    def register_function(self, parts: Sequence[str]) -> str | None:
+        """Register the lake function a call names (:meth:`function_name`) as the temp
+        function `` `schema.name` ``, at the current (or pinned) snapshot, once its
+        definition passes :func:`.view_guard.check_function`; its temp name, or ``None``
+        when the lake has no such function."""
+        found = self.function_name(parts)
+        if found is None:
+            return None
+        schema, name = found
+        macros = [m for m in self.lake.functions(schema, self.pinned_version)
+                  if m.macro_name.lower() == name.lower()]
+        if not macros:
+            return None
+        macro = macros[0]
+        temp = f"{macro.schema_name}.{macro.macro_name}"
+        if macro.spark_sql is None:
+            raise UnsupportedViewError(
+                f"function {temp} is a DuckDB macro ({macro.kind}, written in "
+                f"{macro.dialect} SQL as: {macro.sql}); Spark runs the functions this adapter "
+                "creates (CREATE FUNCTION or a dbt function), whose Spark definition the lake "
+                "keeps, not DuckDB's macros")
+        self.create_function(temp, macro.spark_sql)
+        with self._lock:
+            self._functions[temp] = self.pinned_version is None
+        return temp
+
+    def create_function(self, temp: str, definition: str, function: str | None = None) -> None:
+        """Register the function ``definition`` (what follows the name in ``CREATE FUNCTION``)
+        as the temp function ``temp`` once :func:`.view_guard.check_function` passes it: lake
+        content is untrusted. Spark analyses the body here, registering what it reads.
+        ``function`` is the lake function's name for errors (``temp`` by default)."""
+        statement = f"CREATE OR REPLACE TEMPORARY FUNCTION {quote(temp)}{definition}"
+        check_function(self.spark, function or temp, statement, self._lake_relation,
+                       self._lake_function)
+        self._run(self.spark.sql, statement)
+
+    def prepared(self, sql: str) -> str:
+        """``sql`` with the lake relations it names registered and its two-part names
+        pointed at their views (what every statement gets before Spark analyses it)."""
+        return self._prepared(sql)
+
+    def _lake_function(self, parts: list[str]) -> bool:
+        """Whether a function a checked body calls is a lake function (registering it)."""
+        found = self.function_name(parts)
+        if found is None:
+            return False
+        with self._lock:
+            if f"{found[0]}.{found[1]}" in self._functions:
+                return True
+        return self.register_function(parts) is not None
 
     def _lake_relation(self, text: str) -> bool:
         """Whether the one-part relation name ``text`` is a lake relation registered as a
@@ -388,6 +475,11 @@ class ViewRegistry:
             try:
                 return (action(sql) if sql is not None else action()), sql
             except AnalysisException as exc:
+                routine = missing_routine(exc)
+                if routine is not None and attempts < MAX_REGISTRATIONS_PER_STATEMENT:
+                    sql = self._retry_function(exc, routine, sql)
+                    attempts += 1
+                    continue
                 parts = missing_relation(exc)
                 if parts is None or attempts >= MAX_REGISTRATIONS_PER_STATEMENT:
                     raise
@@ -413,6 +505,25 @@ class ViewRegistry:
                 attempts += 1
                 # the name, registered now, gets the alias it would have had ahead of analysis
                 sql = None if sql is None else self._prepared(sql)
+
+    def _retry_function(self, exc: AnalysisException, parts: list[str],
+                        sql: str | None) -> str | None:
+        """Register the lake function Spark could not resolve; ``sql`` with the call's name
+        made its temp function's name where it was spelled otherwise (``s.f``, ``f``).
+        Raises ``exc`` when the lake has no such function or the call cannot be renamed."""
+        temp = self.register_function(parts)
+        if temp is None:
+            raise exc
+        if len(parts) == 1 and parts[0] == temp:
+            return sql
+        span = _fragment(exc, sql)
+        if span is None or sql is None:
+            raise exc
+        start = span[0]
+        stop = call_name_end(sql, start)
+        if stop is None:
+            raise exc
+        return sql[:start] + quote(temp) + sql[stop:]
 
     # ---------------------------------------------------------------------- file skipping
     def plan_over_kept_files(self, build: Callable[[str], DataFrame], sql: str,
@@ -618,6 +729,25 @@ def _edited(sql: str, edits: list[tuple[int, int, str, str | None]], parser: Any
         except Exception:  # noqa: BLE001 - no alias fits here: the names alone, as before
             return apply(False)
     return text
+
+
+def call_name_end(sql: str, start: int) -> int | None:
+    """The end of the function name of the call at ``start`` (``s.f(``, `` `s`.`f` (``):
+    the position of its opening parenthesis, whitespace before it excluded."""
+    i, quoted = start, False
+    while i < len(sql):
+        char = sql[i]
+        if char == "`":
+            quoted = not quoted
+        elif not quoted and char == "(":
+            end = i
+            while end > start and sql[end - 1].isspace():
+                end -= 1
+            return end
+        elif not quoted and not (char.isalnum() or char in "_." or char.isspace()):
+            return None
+        i += 1
+    return None
 
 
 def _fragment(exc: AnalysisException, sql: str | None) -> tuple[int, int] | None:

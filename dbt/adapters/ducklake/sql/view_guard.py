@@ -103,6 +103,9 @@ class Verdict:
 
     refusal: str | None
     relations: frozenset[str] = frozenset()
+    # the names of the functions called that are not Spark's built-ins, as name parts: a
+    # lake function (`schema.f`, schema.f or an unqualified one) or nothing allowed
+    functions: frozenset[tuple[str, ...]] = frozenset()
 
 
 class _Refused(Exception):
@@ -115,11 +118,15 @@ _lock = threading.Lock()
 
 
 def check_view(spark: SparkSession, view: str, statement: str,
-               lake_relation: Callable[[str], bool]) -> None:
+               lake_relation: Callable[[str], bool],
+               lake_function: Callable[[list[str]], bool] | None = None,
+               what: str = "view") -> None:
     """Refuse ``statement`` (``CREATE OR REPLACE TEMP VIEW ... AS <query>``, which registers
     the lake view ``view``) unless its query reads only lake relations with allowed
     constructs. ``lake_relation(name)`` says whether a one-part name the query reads is a
-    lake relation registered as a temp view (it may register it).
+    lake relation registered as a temp view (it may register it); ``lake_function(parts)``
+    whether a function it calls that is not built in is a lake function (it may register
+    it). ``what`` is what is checked (``view``, ``function``), for the message.
 
     Raises:
         UnsafeViewError: naming the view and the construct refused.
@@ -127,10 +134,60 @@ def check_view(spark: SparkSession, view: str, statement: str,
     """
     verdict = statement_verdict(spark, view, statement)
     if verdict.refusal is not None:
-        raise UnsafeViewError(_message(view, verdict.refusal))
+        raise UnsafeViewError(_message(view, verdict.refusal, what))
     for name in sorted(verdict.relations):
         if not lake_relation(name):
-            raise UnsafeViewError(_message(view, _not_lake(name)))
+            raise UnsafeViewError(_message(view, _not_lake(name), what))
+    for parts in sorted(verdict.functions):
+        if lake_function is None or not lake_function(list(parts)):
+            raise UnsafeViewError(_message(view, _not_builtin(".".join(parts)), what))
+
+
+def check_function(spark: SparkSession, function: str, statement: str,
+                   lake_relation: Callable[[str], bool],
+                   lake_function: Callable[[list[str]], bool] | None = None) -> None:
+    """Refuse ``statement`` (``CREATE OR REPLACE TEMPORARY FUNCTION ... RETURN <body>``,
+    which registers the lake function ``function``) unless it is a scalar SQL function
+    whose body is an expression or a query :func:`check_view` allows and whose parameter
+    defaults are constants. A function is lake content as a view is: its body runs with
+    the rights of whoever calls it.
+
+    Raises:
+        UnsafeViewError: naming the function and the construct refused.
+        UnsupportedViewError: when the statement does not parse as Spark SQL.
+    """
+    parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
+    try:
+        plan = parser.parsePlan(statement)
+    except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's ParseException
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsupportedViewError(
+            f"function {function}: its definition does not parse as Spark SQL ({first}); "
+            "recreate the function with a definition Spark can run") from None
+    kind = plan.nodeName()
+    if kind != "CreateSQLFunctionCommand" or not plan.isTemp() or plan.isTableFunc():
+        raise UnsafeViewError(_message(function, f"is {kind}, not a scalar SQL function",
+                                       "function"))
+    body = plan.queryText().get() if plan.queryText().isDefined() else \
+        f"SELECT {plan.exprText().get()}"
+    check_view(spark, function, f"CREATE OR REPLACE TEMP VIEW `__ducklake_function` AS {body}",
+               lake_relation, lake_function, "function")
+    if plan.inputParamText().isDefined():
+        for field in parser.parseRoutineParam(plan.inputParamText().get()).fields():
+            default = field.getDefault()
+            if default.isDefined() and not is_constant(parser.parseExpression(default.get())):
+                raise UnsafeViewError(_message(
+                    function, f"gives parameter {field.name()} the default {default.get()}, "
+                    "which is not a constant", "function"))
+
+
+def is_constant(expr: Any) -> bool:
+    """Whether a parsed expression is a literal (``5``, ``'x'``, ``-1.5``, ``NULL``): what a
+    function parameter's default may be, in Spark and in a DuckDB macro alike."""
+    kind = expr.nodeName()
+    if kind == "Literal":
+        return True
+    return kind in ("UnaryMinus", "UnaryPositive") and is_constant(expr.child())
 
 
 def statement_verdict(spark: SparkSession, view: str, statement: str) -> Verdict:
@@ -152,7 +209,7 @@ def statement_verdict(spark: SparkSession, view: str, statement: str) -> Verdict
     walk = _Walk(spark, case_sensitive)
     try:
         walk.statement(plan)
-        verdict = Verdict(None, frozenset(walk.relations))
+        verdict = Verdict(None, frozenset(walk.relations), frozenset(walk.functions))
     except _Refused as refused:
         verdict = Verdict(str(refused))
     with _lock:
@@ -169,6 +226,7 @@ class _Walk:
         self.spark = spark
         self.case_sensitive = case_sensitive
         self.relations: set[str] = set()
+        self.functions: set[tuple[str, ...]] = set()
 
     def statement(self, plan: Any) -> None:
         """The registering statement itself: a temp view over a query, nothing else."""
@@ -250,15 +308,17 @@ class _Walk:
         """Built-in functions only: a function of the session or of a catalog runs code its
         author chose, and a few built-ins do too."""
         *qualifier, name = parts
-        shown = ".".join(parts)
-        not_builtin = f"calls the function {shown}, which is not a built-in function of Spark"
-        if tuple(q.lower() for q in qualifier) not in _BUILTIN_QUALIFIERS:
-            raise _Refused(not_builtin)
+        builtin_qualifier = tuple(q.lower() for q in qualifier) in _BUILTIN_QUALIFIERS
         refused = _REFUSED_FUNCTIONS.get(name.lower())
-        if refused is not None:
+        if refused is not None and builtin_qualifier:
             raise _Refused(f"calls the function {name}, which {refused}")
-        if not _builtin(self.spark, name.lower()):
-            raise _Refused(f"{not_builtin} (a function of the session or of a catalog)")
+        if builtin_qualifier and _builtin(self.spark, name.lower()):
+            return
+        if len(parts) > 2 or (qualifier and builtin_qualifier):
+            raise _Refused(_not_builtin(".".join(parts)))
+        # possibly a lake function (`s.f`, s.f, or f in the session's function schema):
+        # the caller decides
+        self.functions.add(tuple(parts))
 
     def _key(self, name: str) -> str:
         return name if self.case_sensitive else name.lower()
@@ -278,6 +338,9 @@ def _builtin(spark: SparkSession, name: str) -> bool:
     return known
 
 
+is_builtin = _builtin  # for the function bodies' own name resolution (sql/functions.py)
+
+
 def _case_sensitive(spark: SparkSession) -> bool:
     return str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
 
@@ -293,7 +356,17 @@ def _not_lake(shown: str, parts: list[str] | None = None) -> str:
             "or temp views of a session)")
 
 
-def _message(view: str, construct: str) -> str:
-    return (f"view {view} is refused: its query {construct}. A lake view is run by "
+def _not_builtin(shown: str) -> str:
+    return (f"calls the function {shown}, which is not a built-in function of Spark nor "
+            "a function of the lake")
+
+
+def _message(view: str, construct: str, what: str = "view") -> str:
+    if what == "function":
+        return (f"function {view} is refused: its body {construct}. A lake function is run "
+                "by whoever calls it, with their rights, so its body may be only an "
+                "expression or a query over the lake's tables, views and functions; "
+                "recreate the function without it")
+    return (f"{what} {view} is refused: its query {construct}. A lake view is run by "
             "whoever reads it, with their rights, so it may be only a query over the lake's "
             "tables and views; recreate the view without it")
