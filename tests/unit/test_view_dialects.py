@@ -106,6 +106,8 @@ def test_spark_meanings_are_kept_in_duckdb() -> None:
     assert to_duckdb("SELECT date_add(day, 2), dayofweek(day) FROM s.t") == (
         "SELECT (CAST(t.day AS DATE) + 2), (DAYOFWEEK(CAST(t.day AS DATE)) + 1) "
         "FROM {DUCKLAKE_CATALOG}.s.t")
+    assert to_duckdb("SELECT CAST(CAST(amount AS INT) AS BIGINT) FROM s.t") == \
+        "SELECT CAST(CAST(TRUNC(t.amount) AS INT) AS BIGINT) FROM {DUCKLAKE_CATALOG}.s.t"
     assert to_duckdb("SELECT concat(name, '!') FROM s.t") == \
         "SELECT t.name || '!' FROM {DUCKLAKE_CATALOG}.s.t"
 
@@ -125,6 +127,9 @@ def test_duckdb_gets_sparks_column_names() -> None:
     ("SELECT id / 1.5 FROM s.t", "division of decimals"),
     ("SELECT amount * amount * amount * amount FROM s.t", "38 digits"),
     ("SELECT CAST(name AS INT) FROM s.t", "cast from text"),
+    ("SELECT CAST(CAST(name AS INT) AS BIGINT) FROM s.t", "cast from text"),
+    ("SELECT date_add(day, CAST(name AS INT)) FROM s.t", "cast from text"),
+    ("SELECT tags[CAST(f AS STRING)] FROM s.t", "cast from double"),
     ("SELECT CAST(f AS STRING) FROM s.t", "cast from double"),
     ("SELECT substring(name, 0, 2) FROM s.t", "positive"),
     ("SELECT name FROM s.t WHERE name LIKE 'a\\_%'", "backslash"),

@@ -424,6 +424,13 @@ def _spark_meaning(node: Any) -> Any:
     return node
 
 
+def _spark_inner(node: Any) -> Any:
+    """A part of a node :func:`_spark_meaning` replaced: sqlglot does not visit it again, so
+    its own constructs are checked and rewritten here (a string cast to an integer inside
+    another cast must be refused as it is alone)."""
+    return node.transform(_spark_meaning)
+
+
 class _Refused(Exception):
     """A construct whose meaning differs between the engines (the message says how)."""
 
@@ -468,7 +475,7 @@ def _cast(node: Any) -> Any:
     if source not in _CASTS[kind] and not (kind == "integer" and source in _NUMBERS):
         raise _Refused(f"a cast from {source.lower()} to {target}, which the engines "
                        "do differently")
-    value = _inner(node.this)
+    value = _spark_inner(node.this)
     if kind == "integer" and source not in _WHOLE:
         value = exp.Anonymous(this="TRUNC", expressions=[value])  # Spark truncates
     return exp.Cast(this=value, to=node.to.copy())  # sqlglot makes Spark's a TRY_CAST
@@ -530,8 +537,8 @@ def _date_add(node: Any) -> Any:
     from sqlglot import exp
 
     # Spark's date_add is a DATE; DuckDB's DATE + INTERVAL is a TIMESTAMP, DATE + n a DATE
-    date = exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))
-    return exp.Paren(this=exp.Add(this=date, expression=_inner(node.expression)))
+    date = exp.Cast(this=_spark_inner(node.this), to=exp.DataType.build("DATE"))
+    return exp.Paren(this=exp.Add(this=date, expression=_spark_inner(node.expression)))
 
 
 def _day_of_week(node: Any) -> Any:
@@ -539,7 +546,7 @@ def _day_of_week(node: Any) -> Any:
 
     # Spark counts Sunday as 1, DuckDB as 0
     return exp.Paren(this=exp.Add(this=exp.Anonymous(this="DAYOFWEEK", expressions=[
-        exp.Cast(this=_inner(node.this), to=exp.DataType.build("DATE"))]),
+        exp.Cast(this=_spark_inner(node.this), to=exp.DataType.build("DATE"))]),
         expression=exp.Literal.number(1)))
 
 
@@ -551,14 +558,17 @@ def _element(node: Any) -> Any:
     kind, index = _type(node.this), node.expressions[0]
     if kind == "MAP":
         return exp.Anonymous(this="MAP_EXTRACT_VALUE",
-                             expressions=[_inner(node.this), _inner(index)])
+                             expressions=[_spark_inner(node.this), _spark_inner(index)])
     if kind != "ARRAY":
         raise _Refused("an element of a value of unknown type")
     # l[i] counts from 0, element_at(l, i) from 1; DuckDB's list_extract from 1
-    if not node.args.get("offset"):
-        index = exp.Literal.number(int(index.this) + 1) if isinstance(index, exp.Literal) \
-            else exp.Paren(this=exp.Add(this=_inner(index), expression=exp.Literal.number(1)))
-    return exp.Anonymous(this="LIST_EXTRACT", expressions=[_inner(node.this), _inner(index)])
+    if isinstance(index, exp.Literal):
+        index = index if node.args.get("offset") else exp.Literal.number(int(index.this) + 1)
+    else:
+        index = _spark_inner(index)
+        if not node.args.get("offset"):
+            index = exp.Paren(this=exp.Add(this=index, expression=exp.Literal.number(1)))
+    return exp.Anonymous(this="LIST_EXTRACT", expressions=[_spark_inner(node.this), index])
 
 
 def _name_outputs(tree: Any, names: Sequence[str]) -> None:
