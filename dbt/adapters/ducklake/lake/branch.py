@@ -128,6 +128,7 @@ class Branch:
         try:
             for attr in ("max_retry_count", "read_paths"):
                 setattr(catalog, attr, getattr(lake, attr))
+            catalog.branch_statements = []  # what the publish may re-plan
             state = capture_base(catalog)
         except BaseException:
             _drop_copy(lake, location)
@@ -150,7 +151,8 @@ class Branch:
         self._check_open()
         try:
             snapshot, kept = publish_branch(self.lake, self.catalog, self.state, author,
-                                            commit_message, commit_extra_info)
+                                            commit_message, commit_extra_info,
+                                            self.catalog.branch_statements or ())
         except CommitUnknownError:
             self._drop(remove_files=False)  # the snapshot may reference them: keep them
             raise
