@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from dbt.adapters.ducklake.lake.branch import Branch, branch_files, remove_stale
 from dbt.adapters.ducklake.lake.errors import CommitConflictError
+from dbt.adapters.ducklake.lake.options import set_option
 from dbt.adapters.ducklake.spark import SparkLake
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
@@ -116,6 +117,43 @@ def test_nothing_changed_publishes_nothing(lake, branch):  # noqa: ANN001
     before = lake.catalog.latest_snapshot()
     assert branch.publish() is None
     assert lake.catalog.latest_snapshot() == before
+
+
+def test_options_alone_publish_no_snapshot(lake, duck, branch):  # noqa: ANN001
+    """A branch that only set options writes them on the lake without a snapshot, as
+    DuckDB's ``set_option`` does (in or outside a transaction)."""
+    duck.execute("CREATE TABLE lake.t AS SELECT 1 AS x")
+    branch.discard()
+    br = Branch.open(lake.catalog)
+    set_option(br.catalog, "parquet_compression", "zstd")
+    set_option(br.catalog, "parquet_row_group_size", 1000, table="t")
+    before = lake.catalog.latest_snapshot()
+    assert br.publish() is None
+    assert lake.catalog.latest_snapshot() == before
+    assert sorted(duck_rows(duck, "SELECT option_name, value, scope, scope_entry FROM "
+                                  "lake.options() WHERE option_name LIKE 'parquet%'")) == [
+        ("parquet_compression", "zstd", "GLOBAL", None),
+        ("parquet_row_group_size", "1000", "TABLE", "main.t")]
+
+
+def test_format_write_to_a_lake_a_guarded_branch_stages_is_refused(
+        spark, lake, lake_target, duck):  # noqa: ANN001
+    """While this process holds a guarded branch (an atomic dbt invocation), a
+    ``format("ducklake")`` write to the lake itself would land beside it: refused, naming the
+    guard, before any file is written; once the branch is gone the same write lands."""
+    lake.create_table("main.g", spark.range(0).selectExpr("id"))
+    writer = spark.range(3).write.format("ducklake").option("catalog", lake_target.catalog)
+    if lake_target.metadata_schema:
+        writer = writer.option("metadata_schema", lake_target.metadata_schema)
+    br = Branch.open(lake.catalog, guard="the atomic dbt invocation x")
+    before = lake.catalog.latest_snapshot()
+    with pytest.raises(Exception, match=r'format\("ducklake"\) cannot write to main\.g of '
+                                        r"this lake now: the atomic dbt invocation x"):
+        writer.mode("append").save("main.g")
+    assert lake.catalog.latest_snapshot() == before
+    br.discard()
+    writer.mode("append").save("main.g")
+    assert duck_rows(duck, "SELECT count(*) FROM lake.g") == [(3,)]
 
 
 def test_conflict_on_replaced_table(spark, lake, duck, branch):  # noqa: ANN001

@@ -16,17 +16,18 @@ one DuckDB transaction touching the same tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from .branch_delta import BaseState, Delta, planned_tokens, read_delta
+from .branch_delta import BaseState, Dead, Delta, planned_tokens, read_delta
 from .catalog import Catalog, in_list
 from .commit import DELETE_KINDS, Replanner, Transaction
 from .conflicts import find_conflict, parse_token
 from .errors import CommitConflictError
 from .models import BranchStatement, Snapshot, split_changes
-from .replay import Replay
+from .replay import Replay, write_options
 
 
 # ---------------------------------------------------------------------------------- tokens
@@ -36,6 +37,14 @@ def change_tokens(delta: Delta) -> list[str]:
     created have ids nobody else can have touched yet."""
     return [tok for tok in planned_tokens(delta, lambda cid: cid, lambda fid: fid)
             if _names_base(tok, delta.base)]
+
+
+def _base_id(base: Snapshot, value: Any) -> Any:
+    """A catalog id of the lake (below the base's counter); the branch's own are
+    :class:`Dead` (an options-only branch publishes no new object)."""
+    if value is not None and int(value) >= base.next_catalog_id:
+        raise Dead(value)
+    return value
 
 
 def _names_base(token: str, base: Snapshot) -> bool:
@@ -54,6 +63,11 @@ def publish_branch(lake: Catalog, branch: Catalog, state: BaseState, author: str
     is nothing to publish, the paths of branch files the snapshot references)."""
     delta = read_delta(branch, state)
     if delta.empty:
+        return None, set()
+    if not delta.changes_rows:
+        # Only options: DuckDB's set_option writes them without a snapshot, and so do we.
+        with lake.write() as conn:
+            write_options(conn, lake, delta, partial(_base_id, delta.base))
         return None, set()
     tx = Transaction(lake, base=delta.base)
     replays: list[Replay] = []
@@ -161,8 +175,7 @@ def _explain(lake: Catalog, delta: Delta, tokens: Sequence[str],
                 return (f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): "
                         f"{name} was changed by snapshot {sid} ({found}). Nothing was "
                         "published and the branch's files were removed; rerun on the new "
-                        "state. A DELETE, UPDATE or MERGE in a branch cannot be re-planned "
-                        "at publish against rows others inserted meanwhile.")
+                        "state.")
         overlap = _deleted_meanwhile(lake, conn, delta)
         if overlap is not None:
             table_id, sid = overlap
