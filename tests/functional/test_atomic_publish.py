@@ -64,19 +64,31 @@ SNAPSHOT = """{% snapshot orders_snap %}
 select * from {{ ref('orders_inc') }}
 {% endsnapshot %}"""
 # A model that, when the test asks (ATOMIC_TEST_CONFLICT holds DuckDB's ATTACH statement),
-# has DuckDB change `orders` while the build runs: a real conflict for the publish.
+# has DuckDB change `orders` while the build runs: a real conflict for the publish; or
+# (ATOMIC_TEST_RACE) insert a row into `orders_inc`, which the build merges into: the
+# publish re-plans the MERGE against it.
 CONFLICT = """import os
+import time
 
 
 def model(dbt, session):
-    attach = os.environ.get("ATOMIC_TEST_CONFLICT")
-    if attach:
-        from oracle import duckdb_connect
+    for key, sql in (("ATOMIC_TEST_CONFLICT", "UPDATE {}.orders SET amount2 = -1 WHERE id = 1"),
+                     ("ATOMIC_TEST_RACE", "INSERT INTO {}.orders_inc VALUES (99, 'zed', 7)")):
+        attach = os.environ.get(key)
+        if attach:
+            from oracle import duckdb_connect
 
-        con = duckdb_connect()
-        con.execute(attach)
-        con.execute(f'UPDATE lake."{dbt.this.schema}".orders SET amount2 = -1 WHERE id = 1')
-        con.close()
+            con = duckdb_connect()
+            con.execute(attach)
+            for attempt in range(50):  # DuckDB on SQLite: another DuckDB writer may hold it
+                try:
+                    con.execute(sql.format(f'lake."{dbt.this.schema}"'))
+                    break
+                except Exception:
+                    if attempt == 49:
+                        raise
+                    time.sleep(0.2)
+            con.close()
     return session.range(1)
 """
 ADD_EVENT = """{% macro add_event(n) %}
@@ -223,9 +235,13 @@ class AtomicPublish:
         assert "ended with status error" in out and "nothing published" in out
         assert self.lake_state(project) == state
 
-        # (2) a passing build publishes exactly one snapshot
+        # (2) a passing build publishes exactly one snapshot; its start drops the branch a
+        # killed earlier invocation left
+        stale = self._stale_branch(project)
         before = self.snapshot_rows(con)
         _, out = run_dbt_and_capture(["build"])
+        assert "Atomic publish: dropped 1 branch(es) left by processes that are gone" in out
+        assert stale not in self._copies(project)
         after = self.snapshot_rows(con)
         assert len(after) == len(before) + 1
         published = json.loads(after[-1][1])
@@ -234,16 +250,24 @@ class AtomicPublish:
         assert "model.test.orders_inc" in published["nodes"]
         assert "seed.test.raw_orders" in published["nodes"]
 
-        # (6) a second build (merge, snapshot changes) while DuckDB appends to the source
+        # (6) a second build (merge, snapshot changes) while DuckDB appends to the source,
+        # and inserts a row into orders_inc, which the build merges into: the MERGE is
+        # re-planned at publish and keeps that row (its id matches no source row), as it
+        # would had it run after DuckDB's insert
         appended, stop_appending = self._append(project, schema)
         before = self.snapshot_rows(con)
-        _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"])
-        stop_appending()
+        os.environ["ATOMIC_TEST_RACE"] = self.attach(project)
+        try:
+            _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"])
+        finally:
+            del os.environ["ATOMIC_TEST_RACE"]
+            stop_appending()
         after = self.snapshot_rows(con)
         ours = [s for s in after[len(before):] if s[1] and "ATOMIC PUBLISH" in s[1]]
         assert len(ours) == 1, after[len(before):]
         base = json.loads(ours[0][1])["base_snapshot"]
         assert any(base < s < ours[0][0] for s in appended), "no append during the build"
+        expected["orders_inc"] = sorted([*expected["orders_inc"], (99, "zed", 7)], key=repr)
         assert self.contents(con, schema) == expected
         count = con.execute(f'SELECT count(*) FROM lake."{schema}".events').fetchone()[0]
         assert count == 5 + len(appended)
@@ -270,9 +294,9 @@ class AtomicPublish:
         before = self.snapshot_rows(con)
         os.environ["ATOMIC_TEST_CONFLICT"] = self.attach(project)
         try:
-            with pytest.raises(DbtRuntimeError, match="atomic publish failed, nothing was "
-                                                      r"published: .*\.orders \(id \d+\) was "
-                                                      "changed by snapshot"):
+            with pytest.raises(DbtRuntimeError, match=r"NOT PUBLISHED: atomic publish failed, "
+                                                      r"nothing was published; .*\.orders "
+                                                      r"\(id \d+\) was changed by snapshot"):
                 run_dbt(["build", "--vars", "{round: 3}"], expect_pass=False)
         finally:
             del os.environ["ATOMIC_TEST_CONFLICT"]
@@ -317,6 +341,34 @@ class AtomicPublish:
         assert proc.returncode != 0, out[-3000:]
         assert "Atomic publish: nothing published" in out, out[-3000:]
         assert self.lake_state(project) == state
+
+    def _stale_branch(self, project) -> str:  # noqa: ANN001
+        """A branch whose owner process is gone (as a SIGKILLed invocation leaves it)."""
+        from dbt.adapters.ducklake.lake.branch import OWNER_TABLE, Branch
+
+        creds = self.creds(project)
+        lake = Catalog.open(creds.catalog, metadata_schema=creds.metadata_schema)
+        try:
+            branch = Branch.open(lake)
+            table = (OWNER_TABLE if lake.dialect == "sqlite"
+                     else f'"{branch.location}".{OWNER_TABLE}')
+            with branch.catalog.engine.connect() as conn, conn.begin():
+                conn.execute(text(f"UPDATE {table} SET pid = 999999999"))
+            branch.catalog.close()
+            assert branch.location in self._copies(project)
+            return branch.location
+        finally:
+            lake.close()
+
+    def _copies(self, project) -> list[str]:  # noqa: ANN001
+        from dbt.adapters.ducklake.lake.branch import branch_copies
+
+        creds = self.creds(project)
+        lake = Catalog.open(creds.catalog, metadata_schema=creds.metadata_schema)
+        try:
+            return branch_copies(lake)
+        finally:
+            lake.close()
 
     def _branch_snapshots(self, project) -> int:  # noqa: ANN001
         """How many snapshots the build's branch holds (0 before it exists)."""
@@ -389,7 +441,11 @@ class AtomicPublish:
             try:
                 n = 1000
                 while not stop.is_set():
-                    con.execute(f'INSERT INTO lake."{schema}".events VALUES ({n})')
+                    try:
+                        con.execute(f'INSERT INTO lake."{schema}".events VALUES ({n})')
+                    except Exception:  # noqa: BLE001 - SQLite locked by another DuckDB writer
+                        stop.wait(0.1)
+                        continue
                     snapshots.append(con.execute(
                         "SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0])
                     n += 1
