@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from dbt.adapters.ducklake.lake.branch import Branch, branch_files, remove_stale
 from dbt.adapters.ducklake.lake.errors import CommitConflictError
+from dbt.adapters.ducklake.lake.options import set_option
 from dbt.adapters.ducklake.spark import SparkLake
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
@@ -116,6 +117,43 @@ def test_nothing_changed_publishes_nothing(lake, branch):  # noqa: ANN001
     before = lake.catalog.latest_snapshot()
     assert branch.publish() is None
     assert lake.catalog.latest_snapshot() == before
+
+
+def test_options_alone_publish_no_snapshot(lake, duck, branch):  # noqa: ANN001
+    """A branch that only set options writes them on the lake without a snapshot, as
+    DuckDB's ``set_option`` does (in or outside a transaction)."""
+    duck.execute("CREATE TABLE lake.t AS SELECT 1 AS x")
+    branch.discard()
+    br = Branch.open(lake.catalog)
+    set_option(br.catalog, "parquet_compression", "zstd")
+    set_option(br.catalog, "parquet_row_group_size", 1000, table="t")
+    before = lake.catalog.latest_snapshot()
+    assert br.publish() is None
+    assert lake.catalog.latest_snapshot() == before
+    assert sorted(duck_rows(duck, "SELECT option_name, value, scope, scope_entry FROM "
+                                  "lake.options() WHERE option_name LIKE 'parquet%'")) == [
+        ("parquet_compression", "zstd", "GLOBAL", None),
+        ("parquet_row_group_size", "1000", "TABLE", "main.t")]
+
+
+def test_format_write_to_a_lake_a_guarded_branch_stages_is_refused(
+        spark, lake, lake_target, duck):  # noqa: ANN001
+    """While this process holds a guarded branch (an atomic dbt invocation), a
+    ``format("ducklake")`` write to the lake itself would land beside it: refused, naming the
+    guard, before any file is written; once the branch is gone the same write lands."""
+    lake.create_table("main.g", spark.range(0).selectExpr("id"))
+    writer = spark.range(3).write.format("ducklake").option("catalog", lake_target.catalog)
+    if lake_target.metadata_schema:
+        writer = writer.option("metadata_schema", lake_target.metadata_schema)
+    br = Branch.open(lake.catalog, guard="the atomic dbt invocation x")
+    before = lake.catalog.latest_snapshot()
+    with pytest.raises(Exception, match=r'format\("ducklake"\) cannot write to main\.g of '
+                                        r"this lake now: the atomic dbt invocation x"):
+        writer.mode("append").save("main.g")
+    assert lake.catalog.latest_snapshot() == before
+    br.discard()
+    writer.mode("append").save("main.g")
+    assert duck_rows(duck, "SELECT count(*) FROM lake.g") == [(3,)]
 
 
 def test_conflict_on_replaced_table(spark, lake, duck, branch):  # noqa: ANN001
@@ -316,20 +354,85 @@ def test_changes_made_match_one_duckdb_transaction(lake, duck, oracle_lake):  # 
         assert duck_all(duck, name) == duck_rows(duck, f"SELECT * FROM oracle.{name}"), name
 
 
-def test_delete_racing_a_concurrent_insert_is_a_conflict(spark, lake, duck):  # noqa: ANN001
-    """A DELETE in a branch cannot be re-planned at publish against rows others inserted
-    meanwhile into the same table: the publish fails, naming the table and the snapshot."""
+RACE_BASE = (
+    "CREATE TABLE `main.d` AS SELECT id, id % 7 AS k FROM range(100)",
+    "CREATE TABLE `main.u` AS SELECT id, id % 7 AS k FROM range(100)",
+    "CREATE TABLE `main.m` AS SELECT id, id % 7 AS k FROM range(100)",
+    "CREATE TABLE `main.r` AS SELECT id, id % 7 AS k FROM range(100)",
+)
+# each table gets one DELETE, UPDATE, MERGE or REPLACE in the branch, and more rows
+RACE_BUILD = (
+    "DELETE FROM `main.d` WHERE k = 3",
+    "INSERT INTO `main.d` SELECT id, 3 FROM range(500, 505)",
+    "UPDATE `main.u` SET k = k + 100 WHERE k = 3",
+    "MERGE INTO `main.m` t USING (SELECT id, -id AS k FROM range(95, 110)) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET k = s.k WHEN NOT MATCHED THEN INSERT (id, k) "
+    "VALUES (s.id, s.k)",
+    "MERGE INTO `main.r` t USING (SELECT 3 AS k) s ON t.k = s.k WHEN MATCHED THEN DELETE",
+)
+# what the other writer inserts meanwhile: many rows (a Parquet file) and a few (inlined);
+# some match the branch's conditions. Ids 95-109 are the MERGE's source: none inserted there.
+RACE_OTHER = (
+    "INSERT INTO {db}.{t} SELECT range + 1000, range % 7 FROM range(200)",
+    "INSERT INTO {db}.{t} VALUES (2000, 3), (2001, 4)",
+)
+
+
+def test_delete_update_merge_racing_inserts_are_replanned_at_publish(
+        spark, lake, duck, oracle_lake):  # noqa: ANN001
+    """A DELETE, UPDATE or MERGE of the branch applies itself at publish to the rows another
+    writer inserted meanwhile into its table, as it does when it commits late on its own:
+    the published lake equals the same statements run one after the other after that
+    writer's inserts (on another lake), in one snapshot, rows ids included."""
     _, base = on(spark, lake.catalog)
-    run(base, "CREATE TABLE `main.t` AS SELECT id FROM range(100)")
+    _, direct = on(spark, oracle_lake.catalog)
+    run(base, *RACE_BASE)
+    run(direct, *RACE_BASE)
+    attach(duck, oracle_lake, "oracle")
     br = Branch.open(lake.catalog)
     _, eng = on(spark, br.catalog)
-    run(eng, "DELETE FROM `main.t` WHERE id < 50")
+    run(eng, *RACE_BUILD)
+    for db in ("lake", "oracle"):
+        for t in ("d", "u", "m", "r"):
+            for statement in RACE_OTHER:
+                duck.execute(statement.format(db=db, t=t))
+    run(direct, *RACE_BUILD)
+    before = lake.catalog.latest_snapshot()
+    snap = br.publish()
+    assert snap is not None and snap.snapshot_id == before.snapshot_id + 1
+    for t in ("d", "u", "m", "r"):
+        query = "SELECT rowid, id, k FROM {db}.{t} ORDER BY rowid"
+        assert duck_rows(duck, query.format(db="lake", t=t)) == \
+            duck_rows(duck, query.format(db="oracle", t=t)), t
+    assert duck_rows(duck, "SELECT count(*) FROM lake.d WHERE id >= 1000 AND k = 3") == [(0,)]
+    assert duck_rows(duck, "SELECT k FROM lake.u WHERE id = 2000") == [(103,)]
+
+
+def test_racing_insert_stays_a_conflict_where_no_replan_holds(spark, lake, duck):  # noqa: ANN001
+    """Two statements deleting from one table (their order would matter), or a schema change
+    by the other writer: the publish fails naming the table and the snapshot, lake unchanged."""
+    _, base = on(spark, lake.catalog)
+    run(base, "CREATE TABLE `main.t` AS SELECT id FROM range(100)",
+        "CREATE TABLE `main.a` AS SELECT id FROM range(100)")
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "DELETE FROM `main.t` WHERE id < 50", "UPDATE `main.t` SET id = -id WHERE id > 90")
     duck.execute("INSERT INTO lake.t VALUES (1000)")
     other = lake.catalog.latest_snapshot().snapshot_id
     with pytest.raises(CommitConflictError,
-                       match=rf"table main\.t .*snapshot {other}.*re-planned"):
+                       match=rf"table main\.t .*snapshot {other}.*2 statements.*re-planned"):
         br.publish()
     assert duck_rows(duck, "SELECT count(*) FROM lake.t") == [(101,)]
+    assert lake.catalog.latest_snapshot().snapshot_id == other
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "DELETE FROM `main.a` WHERE id < 50")
+    duck.execute("ALTER TABLE lake.a ADD COLUMN c INTEGER")
+    duck.execute("INSERT INTO lake.a VALUES (1000, 1)")
+    other = lake.catalog.latest_snapshot().snapshot_id
+    with pytest.raises(CommitConflictError, match=r"table main\.a .*snapshot"):
+        br.publish()
+    assert duck_rows(duck, "SELECT count(*) FROM lake.a") == [(101,)]
     assert lake.catalog.latest_snapshot().snapshot_id == other
 
 

@@ -1,14 +1,16 @@
 """Atomic publish (``publish: atomic``): a whole dbt build lands as one snapshot, and only if
 no node failed; on SQLite and PostgreSQL catalogs, with DuckDB as the reader and the oracle.
 
-One project (a seed, a view, a table, an incremental merge model, a snapshot, a Python model,
-a model over a source DuckDB writes, and a data test) is built per model into one schema (the
-environment variable overriding the profile's ``atomic``), then atomically into another: a
-failing test and a failing model publish nothing while a DuckDB reader polls, two passing
-builds publish exactly one snapshot each, equal to the per-model build (the second one turns
-the view into a table, adds a column, merges and records snapshot changes), while DuckDB
-appends to the source; maintenance is refused; and a DuckDB write to a model's table during
-a build fails its publish cleanly.
+One project (a seed, a view, a table, an incremental model of each strategy but microbatch,
+a snapshot, a Python model, a model over a source DuckDB writes, and a data test) is built
+per model into one schema (the environment variable overriding the profile's ``atomic``),
+then atomically into another: a failing test and a failing model publish nothing while a
+DuckDB reader polls, two passing builds publish exactly one snapshot each, equal to the
+per-model build (the second one turns the view into a table, adds a column, merges and
+records snapshot changes), while DuckDB appends to the source and inserts into two
+incremental models' tables (re-planned at publish); the first drops a dead process's stale
+branch; maintenance is refused; and a DuckDB write to a model's table during a build fails
+its publish cleanly.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ from {{ ref('stg_orders') }}"""
 ORDERS_INC = """{{ config(materialized='incremental', unique_key='id',
                           incremental_strategy='merge') }}
 select id, customer, amount2 + {{ var('round', 1) }} as amount3 from {{ ref('orders') }}"""
+# the other incremental strategies (merge is orders_inc's)
+ORDERS_DI = """{{ config(materialized='incremental', unique_key='id',
+                          incremental_strategy='delete+insert') }}
+select id, customer, amount2 + {{ var('round', 1) }} * 10 as amount4 from {{ ref('orders') }}"""
+ORDERS_APPEND = """{{ config(materialized='incremental', incremental_strategy='append') }}
+select id, {{ var('round', 1) }} as round from {{ ref('orders') }}"""
+ORDERS_IO = """{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
+                          partition_by=['customer']) }}
+select customer, sum(amount2) as total from {{ ref('orders') }} group by customer"""
 EVENTS_COPY = """{{ config(materialized='table') }}
 select id from {{ source('ext', 'events') }} where id < 1000"""
 # its column is named sum(amount3), as Spark names it: a name the catalog's inlined table
@@ -64,19 +75,39 @@ SNAPSHOT = """{% snapshot orders_snap %}
 select * from {{ ref('orders_inc') }}
 {% endsnapshot %}"""
 # A model that, when the test asks (ATOMIC_TEST_CONFLICT holds DuckDB's ATTACH statement),
-# has DuckDB change `orders` while the build runs: a real conflict for the publish.
+# has DuckDB change `orders` while the build runs: a real conflict for the publish; or
+# (ATOMIC_TEST_RACE) insert a row into `orders_inc`, which the build merges into: the
+# publish re-plans the MERGE against it.
 CONFLICT = """import os
+import time
+
+
+def write(attach, sql):
+    from oracle import duckdb_connect
+
+    for attempt in range(100):  # DuckDB on SQLite: another DuckDB writer may hold it
+        try:
+            con = duckdb_connect()
+            try:
+                con.execute(attach)
+                con.execute(sql)
+                return
+            finally:
+                con.close()
+        except Exception:
+            if attempt == 99:
+                raise
+            time.sleep(0.2)
 
 
 def model(dbt, session):
-    attach = os.environ.get("ATOMIC_TEST_CONFLICT")
-    if attach:
-        from oracle import duckdb_connect
-
-        con = duckdb_connect()
-        con.execute(attach)
-        con.execute(f'UPDATE lake."{dbt.this.schema}".orders SET amount2 = -1 WHERE id = 1')
-        con.close()
+    lake = f'lake."{dbt.this.schema}"'
+    for key, sql in (("ATOMIC_TEST_CONFLICT", "UPDATE {}.orders SET amount2 = -1 WHERE id = 1"),
+                     ("ATOMIC_TEST_RACE", "INSERT INTO {}.orders_inc VALUES (99, 'zed', 7)"),
+                     ("ATOMIC_TEST_RACE", "INSERT INTO {}.orders_di VALUES (1, 'dup', 0)")):
+        attach = os.environ.get(key)
+        if attach:
+            write(attach, sql.format(lake))
     return session.range(1)
 """
 ADD_EVENT = """{% macro add_event(n) %}
@@ -84,7 +115,8 @@ ADD_EVENT = """{% macro add_event(n) %}
 {% endmacro %}"""
 TEST = "select * from {{ ref('orders_inc') }} where amount3 < {{ var('min_amount', 0) }}"
 # as of the second round (stg_orders a table by then)
-TABLES = ("raw_orders", "stg_orders", "orders", "orders_inc", "events_copy", "py_orders")
+TABLES = ("raw_orders", "stg_orders", "orders", "orders_inc", "orders_di", "orders_append",
+          "orders_io", "events_copy", "py_orders")
 CATALOG_TABLES = ("ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema",
                   "ducklake_table", "ducklake_view", "ducklake_column", "ducklake_data_file",
                   "ducklake_delete_file", "ducklake_table_stats")
@@ -107,6 +139,8 @@ class AtomicPublish:
     @pytest.fixture(scope="class")
     def models(self):  # noqa: ANN201
         return {"stg_orders.sql": STG, "orders.sql": ORDERS, "orders_inc.sql": ORDERS_INC,
+                "orders_di.sql": ORDERS_DI, "orders_append.sql": ORDERS_APPEND,
+                "orders_io.sql": ORDERS_IO,
                 "events_copy.sql": EVENTS_COPY, "py_orders.py": PYTHON,
                 "conflict.py": CONFLICT,
                 "sources.yml": SOURCES}
@@ -223,9 +257,13 @@ class AtomicPublish:
         assert "ended with status error" in out and "nothing published" in out
         assert self.lake_state(project) == state
 
-        # (2) a passing build publishes exactly one snapshot
+        # (2) a passing build publishes exactly one snapshot; its start drops the branch a
+        # killed earlier invocation left
+        stale = self._stale_branch(project)
         before = self.snapshot_rows(con)
         _, out = run_dbt_and_capture(["build"])
+        assert "Atomic publish: dropped 1 branch(es) left by processes that are gone" in out
+        assert stale not in self._copies(project)
         after = self.snapshot_rows(con)
         assert len(after) == len(before) + 1
         published = json.loads(after[-1][1])
@@ -234,16 +272,27 @@ class AtomicPublish:
         assert "model.test.orders_inc" in published["nodes"]
         assert "seed.test.raw_orders" in published["nodes"]
 
-        # (6) a second build (merge, snapshot changes) while DuckDB appends to the source
+        # (6) a second build (every incremental strategy, snapshot changes) while DuckDB
+        # appends to the source, and inserts a row into orders_inc, which the build merges
+        # into, and one into orders_di, which it deletes+inserts into: both statements are
+        # re-planned at publish, as they would run after DuckDB's inserts: the MERGE keeps
+        # its row (its id matches no source row), delete+insert replaces the other (id 1)
         appended, stop_appending = self._append(project, schema)
         before = self.snapshot_rows(con)
-        _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"])
-        stop_appending()
+        os.environ["ATOMIC_TEST_RACE"] = self.attach(project)
+        try:
+            _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"],
+                                         expect_pass=None)
+        finally:
+            del os.environ["ATOMIC_TEST_RACE"]
+            stop_appending()
+        assert "Atomic publish: published snapshot" in out, out[-5000:]
         after = self.snapshot_rows(con)
         ours = [s for s in after[len(before):] if s[1] and "ATOMIC PUBLISH" in s[1]]
         assert len(ours) == 1, after[len(before):]
         base = json.loads(ours[0][1])["base_snapshot"]
         assert any(base < s < ours[0][0] for s in appended), "no append during the build"
+        expected["orders_inc"] = sorted([*expected["orders_inc"], (99, "zed", 7)], key=repr)
         assert self.contents(con, schema) == expected
         count = con.execute(f'SELECT count(*) FROM lake."{schema}".events').fetchone()[0]
         assert count == 5 + len(appended)
@@ -270,9 +319,9 @@ class AtomicPublish:
         before = self.snapshot_rows(con)
         os.environ["ATOMIC_TEST_CONFLICT"] = self.attach(project)
         try:
-            with pytest.raises(DbtRuntimeError, match="atomic publish failed, nothing was "
-                                                      r"published: .*\.orders \(id \d+\) was "
-                                                      "changed by snapshot"):
+            with pytest.raises(DbtRuntimeError, match=r"NOT PUBLISHED: atomic publish failed, "
+                                                      r"nothing was published; .*\.orders "
+                                                      r"\(id \d+\) was changed by snapshot"):
                 run_dbt(["build", "--vars", "{round: 3}"], expect_pass=False)
         finally:
             del os.environ["ATOMIC_TEST_CONFLICT"]
@@ -317,6 +366,34 @@ class AtomicPublish:
         assert proc.returncode != 0, out[-3000:]
         assert "Atomic publish: nothing published" in out, out[-3000:]
         assert self.lake_state(project) == state
+
+    def _stale_branch(self, project) -> str:  # noqa: ANN001
+        """A branch whose owner process is gone (as a SIGKILLed invocation leaves it)."""
+        from dbt.adapters.ducklake.lake.branch import OWNER_TABLE, Branch
+
+        creds = self.creds(project)
+        lake = Catalog.open(creds.catalog, metadata_schema=creds.metadata_schema)
+        try:
+            branch = Branch.open(lake)
+            table = (OWNER_TABLE if lake.dialect == "sqlite"
+                     else f'"{branch.location}".{OWNER_TABLE}')
+            with branch.catalog.engine.connect() as conn, conn.begin():
+                conn.execute(text(f"UPDATE {table} SET pid = 999999999"))
+            branch.catalog.close()
+            assert branch.location in self._copies(project)
+            return branch.location
+        finally:
+            lake.close()
+
+    def _copies(self, project) -> list[str]:  # noqa: ANN001
+        from dbt.adapters.ducklake.lake.branch import branch_copies
+
+        creds = self.creds(project)
+        lake = Catalog.open(creds.catalog, metadata_schema=creds.metadata_schema)
+        try:
+            return branch_copies(lake)
+        finally:
+            lake.close()
 
     def _branch_snapshots(self, project) -> int:  # noqa: ANN001
         """How many snapshots the build's branch holds (0 before it exists)."""
@@ -383,19 +460,26 @@ class AtomicPublish:
         """DuckDB appending to the source table (rows the models filter out) until stopped;
         returns the snapshot ids of its commits."""
         stop, snapshots = threading.Event(), []
-        con = self.duck(project)
+        attach = self.attach(project)
 
         def run() -> None:
-            try:
-                n = 1000
-                while not stop.is_set():
+            n = 1000
+            while not stop.is_set():
+                # a connection per insert: after a failed commit (SQLite locked by another
+                # DuckDB writer) DuckDB may keep the SQLite transaction, and so the lock
+                con = duckdb_connect()
+                try:
+                    con.execute(attach)
                     con.execute(f'INSERT INTO lake."{schema}".events VALUES ({n})')
                     snapshots.append(con.execute(
                         "SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0])
                     n += 1
-                    stop.wait(0.5)
-            finally:
-                con.close()
+                except Exception:  # noqa: BLE001, S112 - retried
+                    stop.wait(0.1)
+                    continue
+                finally:
+                    con.close()
+                stop.wait(0.5)
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()

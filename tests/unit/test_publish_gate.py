@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dbt.events.types import CommandCompleted, LogHookEndLine, NodeFinished
+from dbt.events.types import CommandCompleted, EndRunResult, LogHookEndLine, NodeFinished
 from dbt_common.events.base_types import msg_from_base_event
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id, reset_invocation_id
@@ -18,6 +18,7 @@ from dbt.adapters.ducklake.credentials import DuckLakeCredentials
 from dbt.adapters.ducklake.lake import Catalog, tables
 from dbt.adapters.ducklake.lake.branch import Branch
 from dbt.adapters.ducklake.lake.commit import Transaction
+from dbt.adapters.ducklake.lake.errors import CommitConflictError
 from dbt.adapters.ducklake.publish_gate import Gate, publish_mode
 
 
@@ -132,3 +133,34 @@ def test_events_of_another_invocation_are_not_this_ones(lake: Catalog) -> None:
     assert not gate.finished and not gate.branch.closed
     gate.finish(False, "never completed")
     assert gate.branch.closed
+
+
+def run_ended(success: bool) -> Any:
+    return msg_from_base_event(EndRunResult(results=[], generated_at="2026-11-29T00:00:00Z",
+                                            elapsed_time=1.0, success=success))
+
+
+def test_a_run_publishes_before_dbt_summary_and_a_failed_publish_fails_the_task(
+        lake: Catalog, monkeypatch) -> None:  # noqa: ANN001
+    """A run-like command publishes at ``EndRunResult`` (before dbt's "Completed
+    successfully"); ``CommandCompleted`` then has nothing left to do. A publish that fails
+    there raises dbt's own error type inside the task, saying NOT PUBLISHED."""
+    before = lake.latest_snapshot().snapshot_id
+    gate = gate_with_writes(lake, "model.p.a")
+    gate.on_event(node("model.p.a", "success"))
+    gate.on_event(run_ended(True))
+    assert gate.finished and len(lake.snapshots(since=before)) == 1
+    gate.on_event(completed(True))
+    assert len(lake.snapshots(since=before)) == 1
+
+    gate = gate_with_writes(lake, "model.p.b")
+
+    def conflict(*args: Any, **kwargs: Any) -> None:
+        raise CommitConflictError("cannot publish the branch: table main.t was changed by "
+                                  "snapshot 7")
+
+    monkeypatch.setattr(gate.branch, "publish", conflict)
+    with pytest.raises(DbtRuntimeError, match=r"(?m)^ *NOT PUBLISHED: .*main\.t .*snapshot 7"):
+        gate.on_event(run_ended(True))
+    gate.on_event(completed(False))  # dbt's finally: nothing more
+    gate.branch.discard()

@@ -11,9 +11,12 @@ adapter returned, so the adapter cannot see it. The gate listens to dbt's event 
 each invocation's start): every ``NodeFinished`` and hook end line whose status is an error,
 a failure, a runtime error or a skip (a node skipped because something upstream failed)
 closes the gate, and so do dbt's "operation failed" and "encountered an error" events.
-``CommandCompleted``, which dbt fires last, in a ``finally`` of every command (after the
-on-run-end hooks, the run results and the summary; also after Ctrl-C or a crash, with
-``success`` false), is the only moment it publishes, and only if dbt reports success too.
+A run-like command (``build``, ``run``, ``seed``, ``snapshot``, ``test``) publishes at
+``EndRunResult``, which dbt fires once every node and the on-run-end hooks are done and
+before its summary, so that a failed publish ends the command with its error rather than
+after "Completed successfully"; other commands (``run-operation``) at ``CommandCompleted``,
+which dbt fires last, in a ``finally`` of every command (also after Ctrl-C or a crash, with
+``success`` false). Either publishes only if dbt reports success too.
 Anything else (a process that dies, an invocation that never completes) publishes nothing:
 the branch is discarded by the next invocation, at the process's exit, or as a stale branch
 (:func:`~.lake.branch.remove_stale`).
@@ -50,6 +53,10 @@ ERROR_EVENTS = {"RunningOperationCaughtError": "the operation failed",
                 "RunningOperationUncaughtError": "the operation failed",
                 "MainEncounteredError": "dbt encountered an error",
                 "MainKeyboardInterrupt": "the run was interrupted"}
+
+
+# how a failed publish's error starts, on the last line dbt prints
+NOT_PUBLISHED = "NOT PUBLISHED:"
 
 
 def publish_mode(credentials: DuckLakeCredentials) -> str:
@@ -94,6 +101,11 @@ class Gate:
             self._status(data.node_info.unique_id or "a hook", data.status, "hook")
         elif name in ERROR_EVENTS:
             self._problem(ERROR_EVENTS[name])
+        elif name == "EndRunResult":
+            # a run-like command's end, after its nodes and on-run-end hooks, before dbt's
+            # summary: a publish that fails here ends the command with its error instead of
+            # "Completed successfully" (raised from dbt's fire_event, in the task)
+            self.finish(bool(data.success), "dbt reported the run as failed", in_task=True)
         elif name == "CommandCompleted":
             self.finish(bool(data.success), "dbt reported the command as failed")
 
@@ -107,10 +119,11 @@ class Gate:
             if reason not in self.problems:
                 self.problems.append(reason)
 
-    def finish(self, success: bool, failure: str) -> None:
+    def finish(self, success: bool, failure: str, in_task: bool = False) -> None:
         """Publish the branch as one snapshot if dbt reported success and no node failed;
         otherwise discard it (``failure`` says why when nothing else does). Says which in
-        dbt's log; a failed publish fails the command."""
+        dbt's log; a failed publish fails the command (``in_task``: raised inside dbt's
+        task, which dbt reports as the command's error)."""
         with self.lock:
             if self.finished:
                 return
@@ -122,7 +135,7 @@ class Gate:
         if reasons:
             self.discard(reasons)
             return
-        self.publish()
+        self.publish(in_task)
 
     def discard(self, reasons: list[str]) -> None:
         shown = "; ".join(reasons[:5]) + (f"; and {len(reasons) - 5} more"
@@ -134,7 +147,7 @@ class Gate:
             logger.warning(f"Atomic publish: nothing published, the lake is as it was "
                            f"(snapshot {self.branch.base.snapshot_id}): {shown}")
 
-    def publish(self) -> None:
+    def publish(self, in_task: bool = False) -> None:
         base = self.branch.base.snapshot_id
         nodes = published_nodes(self.branch.catalog, base)
         message = (f"dbt {self.command or 'run'}: atomic publish of {len(nodes)} node(s) "
@@ -146,8 +159,9 @@ class Gate:
         except Exception as exc:  # noqa: BLE001 - a conflict, a lost catalog, a full disk
             text = redact(str(exc)) or type(exc).__name__
             logger.error(f"Atomic publish failed, nothing published: {text}")
-            raise _command_error(DbtRuntimeError(
-                f"atomic publish failed, nothing was published: {text}")) from exc
+            error = DbtRuntimeError(f"{NOT_PUBLISHED} atomic publish failed, nothing was "
+                                    f"published; the run did not take effect: {text}")
+            raise (error if in_task else _command_error(error)) from exc
         finally:
             self._forget_views()
         if snapshot is None:
@@ -262,7 +276,7 @@ def _open(base: Runtime, invocation_id: str, command: str | None) -> Gate:
         if dropped:
             logger.info(f"Atomic publish: dropped {len(dropped)} branch(es) left by processes "
                         "that are gone")
-    branch = Branch.open(base.lake.catalog)
+    branch = Branch.open(base.lake.catalog, guard=f"the atomic dbt invocation {invocation_id}")
     try:
         gate = Gate(invocation_id, command, branch,
                     base.credentials.author or getpass.getuser(), branch_runtime(base, branch))

@@ -113,8 +113,13 @@ class Branch:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, lake: Catalog) -> Branch:
-        """Copy ``lake``'s catalog at its latest snapshot into a private catalog."""
+    def open(cls, lake: Catalog, guard: str | None = None) -> Branch:
+        """Copy ``lake``'s catalog at its latest snapshot into a private catalog.
+
+        With ``guard`` (what holds the branch, for messages: a dbt invocation), writes to
+        the lake itself through ``format("ducklake")`` from this process and the processes
+        below it (Spark's Python workers) are refused while the branch lives
+        (:func:`guarding_branch`): they would land at once, beside the branch."""
         if lake.read_only_snapshot is not None:
             raise InvalidArgumentError(
                 f"cannot branch a lake opened to read snapshot {lake.read_only_snapshot}: "
@@ -122,12 +127,13 @@ class Branch:
         started = time.monotonic()
         owner = Owner.current()
         if lake.dialect == "sqlite":
-            location, catalog = _copy_sqlite(lake, owner)
+            location, catalog = _copy_sqlite(lake, owner, guard)
         else:
-            location, catalog = _copy_postgres(lake, owner)
+            location, catalog = _copy_postgres(lake, owner, guard)
         try:
             for attr in ("max_retry_count", "read_paths"):
                 setattr(catalog, attr, getattr(lake, attr))
+            catalog.branch_statements = []  # what the publish may re-plan
             state = capture_base(catalog)
         except BaseException:
             _drop_copy(lake, location)
@@ -150,7 +156,8 @@ class Branch:
         self._check_open()
         try:
             snapshot, kept = publish_branch(self.lake, self.catalog, self.state, author,
-                                            commit_message, commit_extra_info)
+                                            commit_message, commit_extra_info,
+                                            self.catalog.branch_statements or ())
         except CommitUnknownError:
             self._drop(remove_files=False)  # the snapshot may reference them: keep them
             raise
@@ -193,7 +200,7 @@ class Branch:
 
 
 # ---------------------------------------------------------------------------------- copying
-def _copy_sqlite(lake: Catalog, owner: Owner) -> tuple[str, Catalog]:
+def _copy_sqlite(lake: Catalog, owner: Owner, guard: str | None) -> tuple[str, Catalog]:
     source = lake.target.sqlite_path
     assert source is not None
     folder, name = os.path.split(source)
@@ -204,9 +211,10 @@ def _copy_sqlite(lake: Catalog, owner: Owner) -> tuple[str, Catalog]:
         try:
             src.backup(dst)  # one step: a consistent copy under a read lock
             dst.execute(f"CREATE TABLE {OWNER_TABLE}(pid BIGINT, host VARCHAR, "
-                        "started VARCHAR, created VARCHAR)")
-            dst.execute(f"INSERT INTO {OWNER_TABLE} VALUES (?, ?, ?, ?)",
-                        (owner.pid, owner.host, owner.started, owner.created.isoformat()))
+                        "started VARCHAR, created VARCHAR, guard VARCHAR)")
+            dst.execute(f"INSERT INTO {OWNER_TABLE} VALUES (?, ?, ?, ?, ?)",
+                        (owner.pid, owner.host, owner.started, owner.created.isoformat(),
+                         guard))
             dst.commit()
         finally:
             dst.close()
@@ -218,7 +226,7 @@ def _copy_sqlite(lake: Catalog, owner: Owner) -> tuple[str, Catalog]:
     return path, Catalog(target, lake.data_path, None, lake.data_inlining_row_limit)
 
 
-def _copy_postgres(lake: Catalog, owner: Owner) -> tuple[str, Catalog]:
+def _copy_postgres(lake: Catalog, owner: Owner, guard: str | None) -> tuple[str, Catalog]:
     main = lake.metadata_schema or "public"
     schema = f"{main}{SCHEMA_MARK}{uuid.uuid4().hex[:16]}"
     prefix = quote_name(schema) + "."
@@ -238,10 +246,10 @@ def _copy_postgres(lake: Catalog, owner: Owner) -> tuple[str, Catalog]:
                 conn.execute(text(f"INSERT INTO {prefix}{quote_name(name)} "
                                   f"SELECT * FROM {source}"))
             conn.execute(text(f"CREATE TABLE {prefix}{OWNER_TABLE}(pid BIGINT, host VARCHAR, "
-                              "started VARCHAR, created TIMESTAMPTZ)"))
-            conn.execute(text(f"INSERT INTO {prefix}{OWNER_TABLE} VALUES (:p, :h, :s, :c)"),
+                              "started VARCHAR, created TIMESTAMPTZ, guard VARCHAR)"))
+            conn.execute(text(f"INSERT INTO {prefix}{OWNER_TABLE} VALUES (:p, :h, :s, :c, :g)"),
                          {"p": owner.pid, "h": owner.host, "s": owner.started,
-                          "c": owner.created})
+                          "c": owner.created, "g": guard})
     finally:
         conn.close()
     return schema, Catalog(lake.target, lake.data_path, schema, lake.data_inlining_row_limit)
@@ -345,10 +353,81 @@ def _remove_stale_postgres(lake: Catalog, older_than: timedelta) -> list[str]:
     return dropped
 
 
+# ---------------------------------------------------------------------------------- guard
+def guarding_branch(lake: Catalog) -> str | None:
+    """What guards ``lake`` against direct writes from this process: the ``guard`` of a
+    branch of it opened by this process or one of its ancestors (Spark's Python workers run
+    below the JVM, which runs below the Python process that opened the branch); ``None``
+    when nothing does."""
+    mine = _ancestors()
+    for location in branch_copies(lake):
+        guard, owner = _read_guard(lake, location)
+        if guard and owner is not None and owner.host == socket.gethostname() and \
+                (owner.pid, owner.started) in mine:
+            return f"{guard} (branch {location})"
+    return None
+
+
+def _ancestors() -> set[tuple[int, str]]:
+    """(pid, start time) of this process and every process above it."""
+    out: set[tuple[int, str]] = set()
+    pid = os.getpid()
+    while pid > 1 and len(out) < 64:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[-1].split()
+        except OSError:
+            break
+        out.add((pid, fields[19]))
+        pid = int(fields[1])
+    return out
+
+
+def branch_copies(lake: Catalog) -> list[str]:
+    """Every branch copy of ``lake`` (SQLite files or PostgreSQL schemas)."""
+    if lake.dialect == "sqlite":
+        source = lake.target.sqlite_path
+        assert source is not None
+        folder, name = os.path.split(source)
+        return glob.glob(os.path.join(glob.escape(folder),
+                                      f".{glob.escape(name)}{BRANCH_MARK}*.sqlite"))
+    main = lake.metadata_schema or "public"
+    with lake.engine.connect() as conn:
+        return [r[0] for r in conn.execute(text(
+            "SELECT schema_name FROM information_schema.schemata WHERE "
+            "starts_with(schema_name, :p)"), {"p": main + SCHEMA_MARK}).all()]
+
+
+def _read_guard(lake: Catalog, location: str) -> tuple[str | None, Owner | None]:
+    query = "SELECT guard FROM {}"
+    try:
+        if lake.dialect == "sqlite":
+            conn = sqlite3.connect(location, timeout=5.0)
+            try:
+                owner = _read_owner(conn, OWNER_TABLE)
+                row = conn.execute(query.format(OWNER_TABLE)).fetchone()
+            finally:
+                conn.close()
+        else:
+            table = f"{quote_name(location)}.{OWNER_TABLE}"
+            with lake.engine.connect() as sa_conn:
+                raw = sa_conn.connection.dbapi_connection
+                assert raw is not None
+                owner = _read_owner(raw.cursor(), table)
+                raw.rollback()
+                cursor = raw.cursor()
+                cursor.execute(query.format(table))
+                row = cursor.fetchone()
+                raw.rollback()
+    except Exception:  # noqa: BLE001 - a copy being made or dropped, or of an older version
+        return None, None
+    return (str(row[0]) if row and row[0] else None), owner
+
+
 def _uuid7() -> str:
     from .commit import uuid7
 
     return uuid7()
 
 
-__all__ = ["Branch", "Owner", "branch_files", "remove_stale"]
+__all__ = ["Branch", "Owner", "branch_files", "branch_copies", "guarding_branch", "remove_stale"]

@@ -115,10 +115,19 @@ class Delta:
 
     @property
     def empty(self) -> bool:
-        return not (any(self.added.values()) or any(self.ended.values())
+        return not self.changes_rows and not self.options_changed
+
+    @property
+    def changes_rows(self) -> bool:
+        """Whether the branch changed anything a snapshot records (all but options)."""
+        return bool(any(self.added.values()) or any(self.ended.values())
                     or self.scheduled or any(t.added or t.ended_row_ids for t in self.inlined)
-                    or any(self.inlined_deletes.values())
-                    or self.metadata != set(self.state.metadata))
+                    or any(self.inlined_deletes.values()))
+
+    @property
+    def options_changed(self) -> bool:
+        """Whether the branch set or removed options (``set_option`` makes no snapshot)."""
+        return self.metadata != set(self.state.metadata)
 
 
 # ---------------------------------------------------------------------------------- reading

@@ -31,6 +31,7 @@ from .errors import (
 )
 from .models import (
     SPARK_SQL_TAG,
+    BranchStatement,
     ColumnInfo,
     DataFile,
     DeleteFile,
@@ -117,6 +118,10 @@ class Catalog(CatalogDatabase):
         # DuckDB's ducklake_add_data_files registered from there). Catalog rows are not
         # trusted to name them: the caller does. Nothing there is ever written or deleted.
         self.read_paths: tuple[str, ...] = ()
+        # A branch's catalog (:mod:`.branch`) keeps here its snapshots that deleted rows of
+        # base tables, for the publish to re-plan them against rows others inserted
+        # meanwhile; ``None`` for a lake (nothing recorded).
+        self.branch_statements: list[BranchStatement] | None = None
 
     # ------------------------------------------------------------------ opening
     @classmethod

@@ -40,7 +40,17 @@ from .errors import (
     NotFoundError,
     first_line,
 )
-from .models import ColumnInfo, ColumnSpec, FileColumnStats, Snapshot, TableInfo, TableRef
+from .models import (
+    BranchStatement,
+    ColumnInfo,
+    ColumnSpec,
+    FileColumnStats,
+    PublishReplan,
+    Snapshot,
+    TableInfo,
+    TableRef,
+    split_changes,
+)
 from .types import LakeType
 
 if TYPE_CHECKING:
@@ -147,6 +157,9 @@ ORDER = {
     "inline_flush": 13, "merge_adjacent": 14, "rewrite_delete": 15,
 }
 
+# the change kinds that delete rows of a table a statement may re-plan for
+DELETE_KINDS = frozenset({"deleted_from_table", "inlined_delete"})
+
 Op = Callable[[CommitContext], None]
 # (since, until): stage what the statement does to the rows inserted in snapshots
 # ``since < s <= until``, or raise CommitConflictError when it cannot
@@ -174,6 +187,10 @@ class Transaction:
         # snapshot id, so a steady stream of inserts cannot starve it.
         self.replanner: Replanner | None = None
         self.replans = 0
+        # The same statement's re-plan at a branch's publish (:mod:`.publish`), when this
+        # transaction commits in a branch: there the statement has committed long before,
+        # and the rows others inserted are the lake's, not the branch's.
+        self.publish_replan: PublishReplan | None = None
         # A stream's micro-batch (:meth:`once`): ``mark`` goes into commit_extra_info, and
         # ``committed_as`` answers, inside the commit's catalog transaction, the snapshot that
         # already holds this change. Then nothing is committed, the files written for it are
@@ -227,7 +244,11 @@ class Transaction:
             try:
                 snapshot = self._attempt(author, commit_message, commit_extra_info)
             except _Replan as exc:
-                self._replan(exc.latest)
+                try:
+                    self._replan(exc.latest)
+                except BaseException:
+                    self.discard_files()
+                    raise
                 continue
             except _AlreadyCommitted as exc:
                 self.discard_files()
@@ -262,9 +283,22 @@ class Transaction:
                 raise
             else:
                 self.result = snapshot
+                self._record_in_branch(snapshot)
                 return snapshot
             self._wait(attempt, retry_wait_ms, retry_backoff)
             attempt += 1
+
+    def _record_in_branch(self, snapshot: Snapshot) -> None:
+        """In a branch's catalog, keep what the publish needs to re-plan a snapshot that
+        deleted rows (:class:`BranchStatement`)."""
+        log = self.lake.branch_statements
+        if log is None:
+            return
+        tables = frozenset(int(value) for kind, _, value in
+                           (t.partition(":") for t in snapshot.changes)
+                           if kind in DELETE_KINDS and value.isdigit())
+        if tables:
+            log.append(BranchStatement(snapshot.snapshot_id, tables, self.publish_replan))
 
     @staticmethod
     def _wait(attempt: int, retry_wait_ms: float, retry_backoff: float) -> None:
@@ -398,8 +432,6 @@ class Transaction:
             {"b": self.base.snapshot_id},
         ).all())
         theirs: list[str] = []
-        from .models import split_changes
-
         for (changes,) in rows:
             theirs.extend(split_changes(changes))
         schema_ids = {s.schema_name: s.schema_id for s in lake.schemas(self.base.snapshot_id,

@@ -4,11 +4,11 @@ register and the tables they go to."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .types import LakeType
 
@@ -37,6 +37,36 @@ class Snapshot:
     def changes(self) -> list[str]:
         """The ``changes_made`` tokens, e.g. ``['inserted_into_table:3']``."""
         return split_changes(self.changes_made)
+
+
+# stage(publish transaction, lake catalog, since, until); see :class:`PublishReplan`
+PublishStage = Callable[[Any, Any, Snapshot, Snapshot], None]
+
+
+@dataclass(frozen=True)
+class PublishReplan:
+    """What a DELETE, UPDATE or MERGE committed in a branch needs to apply itself, at
+    publish, to the rows other writers inserted into its table since the branch's base, as
+    ``Transaction.replanner`` does for one statement committing late.
+
+    ``stage(tx, lake, since, until)`` stages on the publish's ``Transaction`` ``tx`` what the
+    statement does to the rows snapshots ``since < s <= until`` of the lake catalog ``lake``
+    inserted, or raises ``CommitConflictError``. (The types are ``Any`` because the commit
+    path and the catalog import this module.)"""
+
+    statement: str  # "DELETE", "UPDATE", "MERGE", ..., for messages
+    stage: PublishStage
+
+
+@dataclass(frozen=True)
+class BranchStatement:
+    """A snapshot committed in a branch that deleted rows of base tables (``tables``): what
+    the publish needs to re-plan it against rows others inserted meanwhile. ``replan`` is
+    ``None`` for a statement that cannot be re-planned there."""
+
+    snapshot_id: int
+    tables: frozenset[int]
+    replan: PublishReplan | None
 
 
 def split_changes(changes_made: str | None) -> list[str]:

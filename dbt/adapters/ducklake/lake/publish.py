@@ -16,17 +16,18 @@ one DuckDB transaction touching the same tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from .branch_delta import BaseState, Delta, planned_tokens, read_delta
+from .branch_delta import BaseState, Dead, Delta, planned_tokens, read_delta
 from .catalog import Catalog, in_list
-from .commit import Transaction
+from .commit import DELETE_KINDS, Replanner, Transaction
 from .conflicts import find_conflict, parse_token
 from .errors import CommitConflictError
-from .models import Snapshot, split_changes
-from .replay import Replay
+from .models import BranchStatement, Snapshot, split_changes
+from .replay import Replay, write_options
 
 
 # ---------------------------------------------------------------------------------- tokens
@@ -36,6 +37,14 @@ def change_tokens(delta: Delta) -> list[str]:
     created have ids nobody else can have touched yet."""
     return [tok for tok in planned_tokens(delta, lambda cid: cid, lambda fid: fid)
             if _names_base(tok, delta.base)]
+
+
+def _base_id(base: Snapshot, value: Any) -> Any:
+    """A catalog id of the lake (below the base's counter); the branch's own are
+    :class:`Dead` (an options-only branch publishes no new object)."""
+    if value is not None and int(value) >= base.next_catalog_id:
+        raise Dead(value)
+    return value
 
 
 def _names_base(token: str, base: Snapshot) -> bool:
@@ -48,11 +57,17 @@ def _names_base(token: str, base: Snapshot) -> bool:
 # ---------------------------------------------------------------------------------- publish
 def publish_branch(lake: Catalog, branch: Catalog, state: BaseState, author: str | None,
                    commit_message: str | None, commit_extra_info: str | dict[str, Any] | None,
+                   statements: Sequence[BranchStatement] = (),
                    ) -> tuple[Snapshot | None, set[str]]:
     """Commit the branch's net change as one snapshot; (the snapshot or ``None`` when there
     is nothing to publish, the paths of branch files the snapshot references)."""
     delta = read_delta(branch, state)
     if delta.empty:
+        return None, set()
+    if not delta.changes_rows:
+        # Only options: DuckDB's set_option writes them without a snapshot, and so do we.
+        with lake.write() as conn:
+            write_options(conn, lake, delta, partial(_base_id, delta.base))
         return None, set()
     tx = Transaction(lake, base=delta.base)
     replays: list[Replay] = []
@@ -64,6 +79,7 @@ def publish_branch(lake: Catalog, branch: Catalog, state: BaseState, author: str
 
     tokens = change_tokens(delta)
     tx.add(0, op, *tokens)
+    tx.replanner = replanner(lake, tx, delta, tokens, statements)
     tx.touch_data_files(_base_files_deleted_from(delta))
     try:
         snapshot = tx.commit(author, commit_message, commit_extra_info)
@@ -72,6 +88,65 @@ def publish_branch(lake: Catalog, branch: Catalog, state: BaseState, author: str
             raise
         raise CommitConflictError(_explain(lake, delta, tokens, exc)) from exc
     return snapshot, replays[-1].kept
+
+
+# ---------------------------------------------------------------------------------- re-plan
+def replanner(lake: Catalog, tx: Transaction, delta: Delta, tokens: Sequence[str],
+              statements: Sequence[BranchStatement]) -> Replanner:
+    """The publish's ``Transaction.replanner``: when the only conflicts are rows others
+    inserted into base tables the branch deleted from, apply the branch's DELETE, UPDATE or
+    MERGE of each such table to those rows too (:class:`~.models.PublishReplan`), exactly
+    as the statement re-plans when it commits late on its own. Then the published snapshot
+    holds what the branch's statements would have done had they run after those inserts.
+
+    A table the branch deleted from with more than one statement, with a statement that
+    cannot be re-planned (an overwrite, a maintenance rewrite, ...), or whose columns the
+    branch altered, stays a conflict: the order of the statements would matter, or the rows
+    would need the branch's schema."""
+    deleted = {int(v) for k, v in map(parse_token, tokens) if k in DELETE_KINDS}
+    altered = {int(v) for k, v in map(parse_token, tokens)
+               if k == "altered_table" and v.isdigit()}
+
+    def replan(since: Snapshot, until: Snapshot) -> None:
+        for table_id, sid in _inserted_into(lake, deleted, since, until):
+            found = [s for s in statements if table_id in s.tables]
+            replans = [s.replan for s in found if s.replan is not None]
+            if table_id not in altered and len(found) == 1 and len(replans) == 1:
+                replans[0].stage(tx, lake, since, until)
+                continue
+            why = ("the branch also altered its columns" if table_id in altered else
+                   f"the branch deleted from it with {len(found)} statements, whose order "
+                   "matters" if len(found) > 1 else
+                   "the branch's statement that deleted from it (an overwrite, or one not "
+                   "run through the DELETE/UPDATE/MERGE path) cannot be re-planned")
+            with lake.read() as conn:
+                name = _object_name(lake, conn, f"table:{table_id}", delta.base.snapshot_id)
+            raise CommitConflictError(
+                f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): {name} "
+                f"was inserted into by snapshot {sid}, and {why}, so its DELETE, UPDATE or "
+                "MERGE cannot be re-planned at publish against those rows. Nothing was "
+                "published and the branch's files were removed; rerun on the new state.")
+
+    return replan
+
+
+def _inserted_into(lake: Catalog, tables: set[int], since: Snapshot,
+                   until: Snapshot) -> list[tuple[int, int]]:
+    """(table id, first snapshot) of each of ``tables`` that snapshots ``since < s <=
+    until`` inserted into."""
+    with lake.read() as conn:
+        rows = conn.execute(text(
+            f"SELECT snapshot_id, changes_made FROM {lake.t('ducklake_snapshot_changes')} "
+            "WHERE snapshot_id > :s AND snapshot_id <= :u ORDER BY snapshot_id"),
+            {"s": since.snapshot_id, "u": until.snapshot_id}).all()
+    first: dict[int, int] = {}
+    for sid, changes in rows:
+        for token in split_changes(changes if isinstance(changes, str) else None):
+            kind, value = parse_token(token)
+            if kind in ("inserted_into_table", "inlined_insert") and value.isdigit() \
+                    and int(value) in tables:
+                first.setdefault(int(value), int(str(sid)))
+    return sorted(first.items())
 
 
 def _base_files_deleted_from(delta: Delta) -> list[int]:
@@ -100,8 +175,7 @@ def _explain(lake: Catalog, delta: Delta, tokens: Sequence[str],
                 return (f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): "
                         f"{name} was changed by snapshot {sid} ({found}). Nothing was "
                         "published and the branch's files were removed; rerun on the new "
-                        "state. A DELETE, UPDATE or MERGE in a branch cannot be re-planned "
-                        "at publish against rows others inserted meanwhile.")
+                        "state.")
         overlap = _deleted_meanwhile(lake, conn, delta)
         if overlap is not None:
             table_id, sid = overlap

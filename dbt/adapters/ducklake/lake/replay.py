@@ -12,15 +12,16 @@ conflict. The steps follow DuckDB's batch order (ends, then new entries, data, d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from . import files as lake_files
 from .branch_delta import VERSIONED, Dead, Delta, InlinedTable, Row, planned_tokens
-from .catalog import join_path
+from .catalog import Catalog, join_path
 from .commit import ORDER, CommitContext, Transaction, insert_rows, leaf_ids, uuid7
 from .conflicts import parse_token, quote_name
 from .delete_files import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
@@ -487,22 +488,33 @@ class Replay:
     # ------------------------------------------------------------------ options
     def metadata(self) -> None:
         """Options the branch set or removed (``set_option`` makes no snapshot)."""
-        ctx = self.ctx
-        before = set(self.delta.state.metadata)
-        after = self.delta.metadata
-        for key, _, scope, scope_id in sorted(before - after, key=str):
-            if not any(r[0] == key and r[2] == scope and r[3] == scope_id for r in after):
-                ctx.exec(f"DELETE FROM {ctx.t('ducklake_metadata')} WHERE key = :k AND "
-                         + _scope_match(scope, scope_id), _scope_params(key, scope, scope_id))
-        for key, value, scope, scope_id in sorted(after - before, key=str):
-            try:
-                target = self.cat(scope_id) if scope in ("table", "schema") else scope_id
-            except Dead:
-                continue
-            ctx.exec(f"DELETE FROM {ctx.t('ducklake_metadata')} WHERE key = :k AND "
-                     + _scope_match(scope, target), _scope_params(key, scope, target))
-            ctx.exec(f"INSERT INTO {ctx.t('ducklake_metadata')} VALUES (:k, :v, :sc, :id)",
-                     {"k": key, "v": value, "sc": scope, "id": target})
+        write_options(self.ctx.conn, self.ctx.lake, self.delta, self.cat)
+
+
+def write_options(conn: Connection, lake: Catalog, delta: Delta,
+                  cat: Callable[[Any], Any]) -> None:
+    """Write on the lake (in ``conn``'s transaction) the options the branch set or removed;
+    ``cat`` maps a scope id of the branch to the lake's, raising :class:`Dead` for an object
+    that is not published."""
+    def run(sql: str, params: dict[str, Any]) -> None:
+        conn.execute(text(sql), params)
+
+    table = lake.t("ducklake_metadata")
+    before = set(delta.state.metadata)
+    after = delta.metadata
+    for key, _, scope, scope_id in sorted(before - after, key=str):
+        if not any(r[0] == key and r[2] == scope and r[3] == scope_id for r in after):
+            run(f"DELETE FROM {table} WHERE key = :k AND " + _scope_match(scope, scope_id),
+                _scope_params(key, scope, scope_id))
+    for key, value, scope, scope_id in sorted(after - before, key=str):
+        try:
+            target = cat(scope_id) if scope in ("table", "schema") else scope_id
+        except Dead:
+            continue
+        run(f"DELETE FROM {table} WHERE key = :k AND " + _scope_match(scope, target),
+            _scope_params(key, scope, target))
+        run(f"INSERT INTO {table} VALUES (:k, :v, :sc, :id)",
+            {"k": key, "v": value, "sc": scope, "id": target})
 
 
 def _token_key(token: str) -> tuple[int, int]:
@@ -541,4 +553,4 @@ def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
-__all__ = ["Replay"]
+__all__ = ["Replay", "write_options"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,7 +37,7 @@ from ..lake.compaction import SortKey, sort_keys
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import InvalidArgumentError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
-from ..lake.models import ColumnInfo, Snapshot, TableRef
+from ..lake.models import ColumnInfo, PublishReplan, Snapshot, TableRef
 from ..lake.partitions import (
     PartitionField,
     PartitionKey,
@@ -527,8 +528,12 @@ def replace_rows(target: Target, df: DataFrame, replaced: ReplacedRows,
         ref = TableRef(state.table.table_id)
         if positions or inlined:
             delete_files.delete(tx, ref, positions, inlined)
-        tx.replanner = lambda since, until: delete_files.delete(
-            tx, ref, *locations(replaced(target.inserted_meanwhile(since, until), source)))
+
+        def apply(on: Transaction, table: Target, since: Snapshot, until: Snapshot) -> None:
+            delete_files.delete(on, ref, *locations(
+                replaced(table.inserted_meanwhile(since, until), source)))
+
+        replan_with(tx, target, "REPLACE", apply)
         rows = target.stage(tx, state, source)
         if rows == 0 and not positions and not inlined:
             return None
@@ -552,8 +557,12 @@ def delete(target: Target, where: str | Column | None = None,
     tx = target.transaction(state)
     ref = TableRef(state.table.table_id)
     delete_files.delete(tx, ref, positions, inlined)
-    tx.replanner = lambda since, until: delete_files.delete(
-        tx, ref, *locations(_matching(target.inserted_meanwhile(since, until), where, alias)))
+
+    def apply(on: Transaction, table: Target, since: Snapshot, until: Snapshot) -> None:
+        delete_files.delete(on, ref, *locations(
+            _matching(table.inserted_meanwhile(since, until), where, alias)))
+
+    replan_with(tx, target, "DELETE", apply)
     return target.commit(tx, info)
 
 
@@ -576,8 +585,9 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
     tx = target.transaction(state)
     ref = TableRef(state.table.table_id)
 
-    def stage(rows: DataFrame) -> bool:
-        """Stage the update of the rows of ``rows`` that match; ``False`` if none."""
+    def stage(on: Transaction, table: Target, rows: DataFrame, first: bool = False) -> bool:
+        """Stage on ``on`` the update of the rows of ``rows`` that match; ``False`` if
+        none."""
         cache, df = sql.cached(_matching(rows, where, alias))
         try:
             positions, inlined = locations(df)
@@ -590,22 +600,39 @@ def update(target: Target, set: Mapping[str, str | Column],  # noqa: A002 - SQL'
                    else F.col(sql.ident(c.column_name))).alias(c.column_name)
                   for c in state.columns],
                 F.col(ROW_ID).alias(ROW_ID_COLUMN))
-            if tx.replanner is None:  # the statement's own rows, not a re-plan's
-                target.enforce(state, positions, inlined, new)
-            delete_files.delete(tx, ref, positions, inlined)
-            target.stage(tx, state, new, row_ids=True)
+            if first:  # the statement's own rows, not a re-plan's
+                table.enforce(state, positions, inlined, new)
+            delete_files.delete(on, ref, positions, inlined)
+            table.stage(on, state, new, row_ids=True)
             return True
         finally:
             cache.unpersist()
 
-    if not stage(scan(target.spark, state, metadata=True)):
+    if not stage(tx, target, scan(target.spark, state, metadata=True), first=True):
         return None
 
-    def replan(since: Snapshot, until: Snapshot) -> None:
-        stage(target.inserted_meanwhile(since, until))
+    def apply(on: Transaction, table: Target, since: Snapshot, until: Snapshot) -> None:
+        stage(on, table, table.inserted_meanwhile(since, until))
 
-    tx.replanner = replan
+    replan_with(tx, target, "UPDATE", apply)
     return target.commit(tx, info)
+
+
+# A statement's re-plan for rows inserted by snapshots ``since < s <= until``, staged on a
+# transaction, reading the rows through a Target (the statement's own, or the same table on
+# the lake a branch publishes to)
+Apply = Callable[[Transaction, Target, Snapshot, Snapshot], None]
+
+
+def replan_with(tx: Transaction, target: Target, statement: str, apply: Apply) -> None:
+    """Set ``tx``'s re-plan for rows others insert before it commits
+    (``Transaction.replanner``) and, in a branch, for rows others insert into the lake
+    before the branch publishes (``Transaction.publish_replan``): the same ``apply``,
+    reading the rows from the statement's catalog or from the lake's."""
+    tx.replanner = partial(apply, tx, target)
+    tx.publish_replan = PublishReplan(
+        statement, lambda on, lake, since, until: apply(
+            on, dataclasses.replace(target, lake=lake), since, until))
 
 
 def _matching(df: DataFrame, where: str | Column | None, alias: str | None) -> DataFrame:

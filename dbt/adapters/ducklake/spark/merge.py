@@ -41,11 +41,12 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from ..lake import delete_files, file_skipping
+from ..lake.catalog import Catalog
 from ..lake.commit import Transaction
 from ..lake.delete_files import ROW_ID_COLUMN
 from ..lake.errors import CommitConflictError, SchemaMismatchError
 from ..lake.inlining.rows import can_inline
-from ..lake.models import ColumnInfo, Snapshot, TableRef
+from ..lake.models import ColumnInfo, PublishReplan, Snapshot, TableRef
 from ..lake.options import inlining_row_limit
 from ..lake.types import TIMESTAMP_TYPES
 from ..lake.value_text import encode_value
@@ -628,7 +629,17 @@ def commit_outcome(plan: MergePlan, outcome: MergeOutcome,
     if tx.empty:
         return MergeResult(None, 0, 0, 0)
     tx.replanner = partial(replan, plan, tx, counts)
+    tx.publish_replan = PublishReplan("MERGE", partial(replan_on_lake, plan))
     return counts.result(table.commit(tx, info))
+
+
+def replan_on_lake(plan: MergePlan, tx: Transaction, lake: Catalog, since: Snapshot,
+                   until: Snapshot) -> None:
+    """At a branch's publish (``Transaction.publish_replan``): merge the rows others
+    inserted into the lake's table since the branch's base, staged on the publish's ``tx``
+    (:func:`replan` reading the lake instead of the branch)."""
+    on_lake = replace(plan, table=replace(plan.table, lake=lake))
+    replan(on_lake, tx, MergeCounts(), since, until)
 
 
 def _delete(tx: Transaction, state: TableState, positions: dict[int, delete_files.Positions],

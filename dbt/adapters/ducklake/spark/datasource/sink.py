@@ -34,6 +34,7 @@ from pyspark.sql.types import StructType
 from ...lake import data_files, faults
 from ...lake import files as lake_files
 from ...lake import options as lake_options
+from ...lake.branch import guarding_branch
 from ...lake.catalog import Catalog
 from ...lake.commit import Transaction
 from ...lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundError
@@ -107,7 +108,16 @@ class _LakeWriter:
     def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool) -> None:
         self.options = options
         self.overwrite = overwrite
-        self.plan = _plan(options.open(), options, schema)
+        lake = options.open()
+        guard = guarding_branch(lake)
+        if guard is not None:
+            raise InvalidArgumentError(
+                f'format("ducklake") cannot write to {options.table} of this lake now: '
+                f"{guard} stages every write of this process on a branch, published as one "
+                "snapshot at its end, and this write would land on the lake at once, beside "
+                "it. Write through a model (a Python model returns its DataFrame), a seed or "
+                "run_query; or run the invocation with DUCKLAKE_PUBLISH=per_model.")
+        self.plan = _plan(lake, options, schema)
 
     # ---------------------------------------------------------------- on the executors
     def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
