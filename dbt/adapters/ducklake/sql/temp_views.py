@@ -419,8 +419,20 @@ class ViewRegistry:
         named = self._named(sql, plan)
         text = sql if named is None else self._register_named(sql, named)
         df, final = self._run(build, text)
+        if named is not None and final == text and not skipping.worth_skipping(
+                self.spark, self._files_read(self._named_views(named))):
+            return df  # too few bytes to skip: no walk of the edited text's references
         return self.plan_over_kept_files(build, final or text, df,
                                          named if final == sql else None)
+
+    @staticmethod
+    def _named_views(named: Named) -> list[str]:
+        """The view names of every relation ``named`` holds (CTEs and names that are no lake
+        relation's included): a superset of the views the statement, once its names are
+        pointed at views, reads."""
+        names = [parse_name([text]) for _, _, text in named.single]
+        names += [LakeName(schema, table) for _, _, (schema, table) in named.qualified]
+        return [name.view_name for name in names if name is not None]
 
     def _register_named(self, sql: str, named: Named) -> str:
         """Register, before Spark analyses ``sql``, the lake relations it names that Spark
