@@ -612,3 +612,28 @@ def test_views_of_tables_no_commit_touched_are_kept(spark, duck, lake):  # noqa:
         engine.execute("SELECT * FROM main.kb").df.collect()
     assert spark_rows(engine.execute("SELECT * FROM main.kb2").df) == \
         duck_rows(duck, "SELECT * FROM lake.kb2")
+
+
+def test_a_view_loaded_across_a_commit_is_checked_again(spark, duck, lake,  # noqa: ANN001
+                                                        monkeypatch):
+    """Another thread's commit, and its look at the lake, can fall between a view's load and
+    its registration: the next statement must not read that view's older snapshot."""
+    from dbt.adapters.ducklake.sql import temp_views
+    from dbt.adapters.ducklake.sql.engine import Engine
+
+    registry = temp_views.ViewRegistry(spark, lake)
+    engine = Engine(spark, lake, registry)
+    run(duck, "CREATE TABLE lake.kr AS SELECT i AS id FROM range(30) t(i)")
+    engine.execute("SELECT 1")  # the registry has looked at the lake
+    load = temp_views.load_state
+
+    def load_then_commit(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        state = load(*args, **kwargs)
+        monkeypatch.setattr(temp_views, "load_state", load)
+        run(duck, "INSERT INTO lake.kr VALUES (100)")
+        registry.lake_changed()  # what the committing thread does
+        return state
+
+    monkeypatch.setattr(temp_views, "load_state", load_then_commit)
+    assert engine.execute("SELECT count(*) FROM main.kr").df.collect()[0][0] == 30
+    assert engine.execute("SELECT count(*) FROM main.kr").df.collect()[0][0] == 31

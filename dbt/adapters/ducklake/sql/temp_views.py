@@ -114,7 +114,8 @@ class ViewRegistry:
         self._states: dict[str, TableState | tuple[str, ChangeSources] | ViewBody] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
         self._kept_views = itertools.count(1)
-        self._snapshot: int | None = None
+        self._snapshot: int | None = None  # the latest snapshot when the views were checked
+        self._looks = 0  # how often they were checked against a newer snapshot
         self._lock = threading.RLock()
 
     def refresh(self) -> None:
@@ -151,6 +152,7 @@ class ViewRegistry:
                     self._drop(name)
             self._drop_functions()
             self._snapshot = latest
+            self._looks += 1
 
     def _drop_functions(self) -> None:
         """Forget the lake functions registered at the latest snapshot (under the lock)."""
@@ -184,7 +186,20 @@ class ViewRegistry:
             self._snapshot = None
 
     def register(self, name: LakeName) -> bool:
-        """Register one lake relation; ``False`` when the lake has no such relation."""
+        """Register one lake relation; ``False`` when the lake has no such relation.
+
+        If the registry looked at the lake while the relation was being loaded, the view may
+        show a snapshot from before a commit that look let pass: the next look then checks
+        every view (drops every floating one), as it did before views were kept."""
+        with self._lock:
+            looks = self._looks
+        registered = self._register(name)
+        with self._lock:
+            if registered and self._looks != looks:
+                self._snapshot = None
+        return registered
+
+    def _register(self, name: LakeName) -> bool:
         if not name.schema:
             return self._register_snapshots(name)
         if name.feed is not None:
