@@ -565,3 +565,75 @@ def test_odd_defaults_and_nested_names_read_back_exactly(duck, lake):  # noqa: A
     theirs = duck_rows(duck, "SELECT * FROM ducklake_table_changes('lake', 'main', 'odd', "
                              f"{versions[0]}, {versions[-1]})")
     assert ours == theirs
+
+
+# ------------------------------------------------------------------- the engine's temp views
+def test_views_of_tables_no_commit_touched_are_kept(spark, duck, lake):  # noqa: ANN001
+    """The engine keeps a table's temp view across other tables' commits (DuckDB's and its
+    own) and reads every change of the table itself, and anything its change tokens cannot
+    place, from a view registered again; every read is DuckDB's."""
+    from dbt.adapters.ducklake.sql.engine import Engine
+    from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
+
+    registry = ViewRegistry(spark, lake)
+    engine = Engine(spark, lake, registry)
+    run(duck, "CREATE TABLE lake.ka AS SELECT i AS id, 'a' || i AS s FROM range(30) t(i)",
+        "CREATE TABLE lake.kb AS SELECT i AS id FROM range(20) t(i)")
+
+    def read_both() -> tuple[object, object]:
+        for table in ("ka", "kb"):
+            df = engine.execute(f"SELECT * FROM main.{table}").df
+            assert spark_rows(df) == duck_rows(duck, f"SELECT * FROM lake.{table}"), table
+        return registry._states["main.ka"], registry._states["main.kb"]  # noqa: SLF001
+
+    a, b = read_both()
+    steps = [  # (DuckDB's or the engine's statements, whether ka's view stays, kb's)
+        (["INSERT INTO lake.kb VALUES (100)"], True, False),
+        (["DELETE FROM lake.ka WHERE id < 3"], False, True),
+        (["CREATE TABLE lake.kc (x INTEGER)"], True, True),
+        (["engine: INSERT INTO main.kb VALUES (101)"], True, False),
+        (["ALTER TABLE lake.ka ADD COLUMN n INTEGER DEFAULT 7"], False, True),
+        (["UPDATE lake.kb SET id = id + 1000 WHERE id > 15"], True, False),
+        (["CREATE SCHEMA lake.other", "DROP SCHEMA lake.other"], False, False),
+        (["INSERT INTO lake.ka SELECT i, 'x', 1 FROM range(40, 60) t(i)",
+          "CALL ducklake_merge_adjacent_files('lake', 'ka')"], False, True),
+    ]
+    for statements, keeps_a, keeps_b in steps:
+        for sql in statements:
+            if sql.startswith("engine: "):
+                engine.execute(sql.removeprefix("engine: "))
+            else:
+                run(duck, sql)
+        now_a, now_b = read_both()
+        assert (now_a is a, now_b is b) == (keeps_a, keeps_b), statements
+        a, b = now_a, now_b
+    run(duck, "ALTER TABLE lake.kb RENAME TO kb2")  # its one token: created_table "kb2"
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
+        engine.execute("SELECT * FROM main.kb").df.collect()
+    assert spark_rows(engine.execute("SELECT * FROM main.kb2").df) == \
+        duck_rows(duck, "SELECT * FROM lake.kb2")
+
+
+def test_a_view_loaded_across_a_commit_is_checked_again(spark, duck, lake,  # noqa: ANN001
+                                                        monkeypatch):
+    """Another thread's commit, and its look at the lake, can fall between a view's load and
+    its registration: the next statement must not read that view's older snapshot."""
+    from dbt.adapters.ducklake.sql import temp_views
+    from dbt.adapters.ducklake.sql.engine import Engine
+
+    registry = temp_views.ViewRegistry(spark, lake)
+    engine = Engine(spark, lake, registry)
+    run(duck, "CREATE TABLE lake.kr AS SELECT i AS id FROM range(30) t(i)")
+    engine.execute("SELECT 1")  # the registry has looked at the lake
+    load = temp_views.load_state
+
+    def load_then_commit(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        state = load(*args, **kwargs)
+        monkeypatch.setattr(temp_views, "load_state", load)
+        run(duck, "INSERT INTO lake.kr VALUES (100)")
+        registry.lake_changed()  # what the committing thread does
+        return state
+
+    monkeypatch.setattr(temp_views, "load_state", load_then_commit)
+    assert engine.execute("SELECT count(*) FROM main.kr").df.collect()[0][0] == 30
+    assert engine.execute("SELECT count(*) FROM main.kr").df.collect()[0][0] == 31

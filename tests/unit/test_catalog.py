@@ -19,6 +19,8 @@ from dbt.adapters.ducklake.lake import (
     Transaction,
 )
 from dbt.adapters.ducklake.lake.connect import parse_catalog
+from dbt.adapters.ducklake.lake.models import Snapshot
+from dbt.adapters.ducklake.lake.snapshot_changes import tables_touched
 from dbt.adapters.ducklake.lake.tables import create_schema, create_table
 
 
@@ -270,3 +272,24 @@ def test_dropping_a_function_another_writer_dropped_is_a_conflict() -> None:
         "function 7 was dropped by another transaction"
     assert find_conflict(["dropped_scalar_macro:7"], ["dropped_scalar_macro:8"]) is None
     assert find_conflict(['created_scalar_macro:"s"."f"'], ['created_scalar_macro:"s"."f"'])
+
+
+def _snap(snapshot_id: int, changes: str | None) -> Snapshot:
+    return Snapshot(snapshot_id, dt.datetime(2026, 11, 29), 1, 10, 10, changes)
+
+
+def test_tables_touched_reads_the_change_tokens():
+    """The tables a run of snapshots changed, from their tokens; ``None`` (a reader drops
+    every view) when the tokens cannot say: a gap, an empty change list, a dropped schema or
+    view, a token nobody knows."""
+    tokens = [_snap(5, 'created_table:"s"."new",inserted_into_table:7'),
+              _snap(6, "deleted_from_table:3,inlined_insert:9"), _snap(7, "merge_adjacent:4")]
+    renamed = [11]  # the tables whose catalog row began in the range: created or renamed
+    assert tables_touched(tokens, 4, 7, lambda: renamed) == {3, 4, 7, 9, 11}
+    assert tables_touched(tokens, 5, 6, lambda: 1 / 0) == {3, 9}  # asked for created only
+    assert tables_touched(tokens, 4, 8, lambda: renamed) is None  # 8 missing: expired
+    assert tables_touched([tokens[0], tokens[2]], 4, 7, lambda: renamed) is None  # 6 missing
+    for changes in (None, "", "dropped_schema:2", "dropped_view:8", "altered_view:8",
+                    "created_schema:\"x\",some_new_token:1", "inserted_into_table:x"):
+        assert tables_touched([_snap(5, changes)], 4, 5, lambda: renamed) is None, changes
+    assert tables_touched([], 5, 5, lambda: renamed) == frozenset()

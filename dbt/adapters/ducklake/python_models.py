@@ -51,7 +51,7 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
             runtime.lake.create_table(name, df, or_replace=True, info=info,
                                       partition_by=partition_by, table_options=options,
                                       sorted_by=sorted_by)
-        runtime.registry.invalidate()
+        runtime.registry.lake_changed()
         result["rows"] = -1
 
     def temp_view(df: Any, name: str) -> None:

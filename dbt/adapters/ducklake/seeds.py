@@ -45,7 +45,7 @@ def load_seed(runtime: Runtime, relation: BaseRelation, agate_table: agate.Table
         lake.table(name).replace(df, info=info)
     else:  # a new table, in the snapshot that drops a table or view of that name
         lake.create_table(name, df, or_replace=True, info=info)
-    runtime.registry.invalidate()
+    runtime.registry.lake_changed()
     return len(rows)
 
 

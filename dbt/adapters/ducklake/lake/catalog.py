@@ -451,6 +451,17 @@ class Catalog(CatalogDatabase):
             + (f" at snapshot {at}" if at is not None else "")
         )
 
+    def tables_begun(self, since: int, until: int) -> set[int]:
+        """The ids of the tables with a row begun after snapshot ``since`` up to ``until``:
+        those created, and those renamed (a rename ends the table's row and begins one of
+        the same id under the new name; its only token is ``created_table``)."""
+        with self.read() as conn:
+            rows = conn.execute(
+                text(f"SELECT DISTINCT table_id FROM {self.t('ducklake_table')} "
+                     "WHERE begin_snapshot > :a AND begin_snapshot <= :b"),
+                {"a": since, "b": until}).all()
+        return {int(r[0]) for r in rows}
+
     def relations(self, schema_name: str, at: int | None = None) -> list[tuple[str, str]]:
         """``(kind, name)`` of every table and view in a schema, in one catalog query."""
         with self.read() as conn:

@@ -8,7 +8,9 @@ we, so that the same query over ``ducklake_snapshots()`` answers the same in bot
 
 from __future__ import annotations
 
-from .models import parse_quoted_name, split_changes
+from collections.abc import Callable, Iterable, Sequence
+
+from .models import Snapshot, parse_quoted_name, split_changes
 
 # token kinds whose values are ids, in the order DuckDB lists them, and the key it shows
 _ID_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -77,6 +79,49 @@ KEYWORDS = frozenset("""
     work wrapper write xml xmlattributes xmlconcat xmlelement xmlexists xmlforest
     xmlnamespaces xmlparse xmlpi xmlroot xmlserialize xmltable year years yes zone
 """.split())
+
+
+# tokens naming the table (by id) whose rows, files or columns a snapshot changed
+TABLE_CHANGES = frozenset({
+    "dropped_table", "altered_table", "inserted_into_table", "deleted_from_table",
+    "inlined_insert", "inlined_delete", "inline_flush", "flushed_inlined", "merge_adjacent",
+    "compacted_table", "rewrite_delete"})
+# tokens of new entries: a new name is none a reader resolved before, but a renamed table
+# gets a new name too (with the same id), and ``created_table`` is its only token
+NEW_ENTRIES = frozenset({"created_schema", "created_table", "created_view",
+                         "created_scalar_macro", "created_table_macro"})
+
+
+def tables_touched(snapshots: Sequence[Snapshot], since: int, latest: int,
+                   begun: Callable[[], Iterable[int]]) -> frozenset[int] | None:
+    """The ids of the tables whose name, content or columns the snapshots after ``since`` up
+    to ``latest`` changed; ``None`` when that cannot be told from their tokens: a snapshot id
+    missing (expired), an empty change list, or a token that is neither a table's change nor
+    a new entry (a dropped schema or view, a macro's change, a writer's unknown token).
+    ``begun()`` gives the tables whose catalog row began in that range (created or renamed),
+    asked only when a ``created_table`` token says there are some."""
+    ids = [s.snapshot_id for s in snapshots if since < s.snapshot_id <= latest]
+    if ids != list(range(since + 1, latest + 1)):
+        return None
+    touched: set[int] = set()
+    created = False
+    for snapshot in snapshots:
+        if not since < snapshot.snapshot_id <= latest:
+            continue
+        tokens = split_changes(snapshot.changes_made)
+        if not tokens:
+            return None
+        for token in tokens:
+            kind, _, value = token.partition(":")
+            kind = kind.lower()
+            if kind in TABLE_CHANGES and value.isdigit():
+                touched.add(int(value))
+            elif kind not in NEW_ENTRIES:
+                return None
+            created = created or kind == "created_table"
+    if created:
+        touched.update(begun())
+    return frozenset(touched)
 
 
 def changes_map(changes_made: str | None) -> dict[str, list[str]]:

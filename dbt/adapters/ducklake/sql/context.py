@@ -101,8 +101,8 @@ class StatementContext:
         return name
 
     def changed(self, snapshot: Snapshot | None) -> Snapshot | None:
-        """A statement changed the lake: the temp views registered for it may be stale."""
-        self.registry.invalidate()
+        """A statement changed the lake: the temp views of the tables it changed are stale."""
+        self.registry.lake_changed()
         return snapshot
 
     def table(self, name: LakeName) -> LakeTable:

@@ -61,7 +61,7 @@ def create_table(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     ctx.lake.create_table((name.schema, name.name), schema,
                           info=ctx.commit_info("CREATE TABLE"),
                           partition_by=_partitioned_by(plan))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("CREATE TABLE", snapshot=ctx.lake.current_snapshot())
 
 
@@ -89,7 +89,7 @@ def replace_table(ctx: StatementContext, name: LakeName, df: DataFrame,
     table = ctx.table(name)
     snapshot, new_columns = table.replace(df, info=ctx.commit_info("CREATE OR REPLACE TABLE"),
                                           not_null=not_null, partition_by=partition_by)
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     message = None
     if new_columns:
         message = (f"{name.schema}.{name.name}: {new_columns} cannot be altered in place, so "
@@ -112,7 +112,7 @@ def _create(ctx: StatementContext, name: LakeName, df: DataFrame,
                           partition_by=partition_by or None,
                           table_options=ctx.table_options_of(name),
                           sorted_by=ctx.sorted_by_of(name))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("CREATE TABLE", snapshot=ctx.lake.current_snapshot())
 
 
@@ -143,7 +143,7 @@ def alter_partitioning(ctx: StatementContext, name: LakeName,
         snapshot = table.reset_partitioning(info)
     else:
         snapshot = table.set_partitioning(partition_by, info)
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("ALTER TABLE", snapshot=snapshot,
                            message="OK" if snapshot else "unchanged")
 
@@ -378,7 +378,7 @@ def drop_namespace(ctx: StatementContext, plan: Any, sql: str) -> StatementResul
     snapshot = ctx.lake.drop_schema(parts[0], cascade=plan.cascade(),
                                     if_exists=plan.ifExists(),
                                     info=ctx.commit_info("DROP SCHEMA"))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("DROP SCHEMA", snapshot=snapshot)
 
 

@@ -78,7 +78,7 @@ def insert_into(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
         snapshot = _overwrite(ctx, table, df)
     else:
         snapshot = table.append(df, info=ctx.commit_info("INSERT"))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("INSERT", snapshot=snapshot)
 
 
@@ -152,7 +152,7 @@ def delete_from(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
         ctx.registry.prepared_condition(condition)
     snapshot = ctx.registry.run_with_views(
         lambda: table.delete(where, info=ctx.commit_info("DELETE"), alias=alias))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("DELETE", snapshot=snapshot)
 
 
@@ -172,14 +172,14 @@ def update(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     table = ctx.table(name)
     snapshot = ctx.registry.run_with_views(
         lambda: table.update(sets, where, info=ctx.commit_info("UPDATE"), alias=alias))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("UPDATE", snapshot=snapshot)
 
 
 def truncate(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     name = ctx.written_name(name_parts(plan.table()))
     snapshot = ctx.table(name).delete(None, info=ctx.commit_info("TRUNCATE"))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("TRUNCATE", snapshot=snapshot)
 
 
@@ -233,7 +233,7 @@ def merge_into(ctx: StatementContext, plan: Any, sql: str) -> StatementResult:
     result = ctx.registry.run_with_views(lambda: table.merge(
         source, on, clauses, target_alias, source_alias,
         info=ctx.commit_info("MERGE")))
-    ctx.registry.invalidate()
+    ctx.registry.lake_changed()
     return StatementResult("MERGE", snapshot=result.snapshot,
                            rows_affected=result.updated + result.deleted + result.inserted)
 

@@ -72,7 +72,7 @@ class Engine(StatementContext):
         if handler is None:
             if kind in _COMMANDS:
                 return StatementResult(kind, df=self.registry.run_with_views(self.spark.sql, sql))
-            return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql))
+            return StatementResult("SELECT", df=self.registry.query(self.spark.sql, sql, plan))
         self.check_writable(f"`{statement_summary(sql)}`")
         return handler(self, plan, sql)
 

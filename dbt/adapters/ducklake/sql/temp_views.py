@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 
 from ..lake.errors import NotFoundError, UnsafeViewError, UnsupportedViewError
 from ..lake.models import DataFile
-from ..lake.snapshot_changes import changes_map
+from ..lake.snapshot_changes import changes_map, tables_touched
 from ..spark import skipping
 from ..spark.changes import ChangeSources, load_sources
 from ..spark.changes import changes as feed_changes
@@ -114,24 +114,45 @@ class ViewRegistry:
         self._states: dict[str, TableState | tuple[str, ChangeSources] | ViewBody] = {}
         self._parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
         self._kept_views = itertools.count(1)
-        self._snapshot: int | None = None
+        self._snapshot: int | None = None  # the latest snapshot when the views were checked
+        self._looks = 0  # how often they were checked against a newer snapshot
         self._lock = threading.RLock()
 
     def refresh(self) -> None:
-        """Drop every registered view if the lake has committed since they were registered."""
+        """Drop the registered views the lake's commits since they were registered may have
+        made stale (:meth:`lake_changed`)."""
         if self.pinned_version is not None:
             return
-        latest = self.lake.catalog.latest_snapshot().snapshot_id
+        self.lake_changed()
+
+    def lake_changed(self) -> None:
+        """The lake may have moved (a commit here or by another writer): drop the floating
+        views that no longer show the latest snapshot.
+
+        A view of a plain table whose table no snapshot since has touched reads exactly what
+        the latest snapshot holds (the same name, live files, deletes and columns) and is kept:
+        registering it again costs a Hadoop file listing and a score of py4j calls, and
+        dropping every view at every commit made each data test of a ``dbt build`` register
+        its table anew while other threads' models committed. What a snapshot touched is
+        read from the catalog's change tokens (:func:`.snapshot_changes.tables_touched`);
+        tokens that do not name tables (a dropped schema, a view's change), a gap in the
+        snapshot ids or an empty change list drop every floating view, as do lake views,
+        change feeds, the snapshot list and views as of a time, whatever the change."""
+        catalog = self.lake.catalog
+        latest = catalog.latest_snapshot().snapshot_id
         with self._lock:
-            if latest == self._snapshot:
+            since = self._snapshot
+            if latest == since:
                 return
+            touched = None if since is None else tables_touched(
+                catalog.snapshots(since=since), since, latest,
+                lambda: catalog.tables_begun(since, latest))
             for name, floating in list(self._registered.items()):
-                if floating:
-                    self.spark.catalog.dropTempView(name)
-                    del self._registered[name]
-                    self._states.pop(name, None)
+                if floating and not self._still_current(name, touched):
+                    self._drop(name)
             self._drop_functions()
             self._snapshot = latest
+            self._looks += 1
 
     def _drop_functions(self) -> None:
         """Forget the lake functions registered at the latest snapshot (under the lock)."""
@@ -140,20 +161,45 @@ class ViewRegistry:
                 self.spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {quote(name)}")
                 del self._functions[name]
 
+    def _still_current(self, view: str, touched: frozenset[int] | None) -> bool:
+        state = self._states.get(view)
+        if touched is None or not isinstance(state, TableState):
+            return False
+        name = parse_name([view])
+        return name is not None and name.plain and state.table.table_id not in touched
+
+    def _drop(self, view: str) -> None:
+        self.spark.catalog.dropTempView(view)
+        self._registered.pop(view, None)
+        self._states.pop(view, None)
+
     def invalidate(self, name: LakeName | None = None) -> None:
+        """Drop the view of ``name``, or every floating view (the session's views go with a
+        branch's runtime); after a commit, :meth:`lake_changed` drops only the stale ones."""
         with self._lock:
             names = [name.view_name] if name else [n for n, f in self._registered.items() if f]
             for view in names:
                 if view in self._registered:
-                    self.spark.catalog.dropTempView(view)
-                    del self._registered[view]
-                    self._states.pop(view, None)
+                    self._drop(view)
             if name is None:
                 self._drop_functions()
             self._snapshot = None
 
     def register(self, name: LakeName) -> bool:
-        """Register one lake relation; ``False`` when the lake has no such relation."""
+        """Register one lake relation; ``False`` when the lake has no such relation.
+
+        If the registry looked at the lake while the relation was being loaded, the view may
+        show a snapshot from before a commit that look let pass: the next look then checks
+        every view (drops every floating one), as it did before views were kept."""
+        with self._lock:
+            looks = self._looks
+        registered = self._register(name)
+        with self._lock:
+            if registered and self._looks != looks:
+                self._snapshot = None
+        return registered
+
+    def _register(self, name: LakeName) -> bool:
         if not name.schema:
             return self._register_snapshots(name)
         if name.feed is not None:
@@ -388,8 +434,20 @@ class ViewRegistry:
         named = self._named(sql, plan)
         text = sql if named is None else self._register_named(sql, named)
         df, final = self._run(build, text)
+        if named is not None and final == text and not skipping.worth_skipping(
+                self.spark, self._files_read(self._named_views(named))):
+            return df  # too few bytes to skip: no walk of the edited text's references
         return self.plan_over_kept_files(build, final or text, df,
                                          named if final == sql else None)
+
+    @staticmethod
+    def _named_views(named: Named) -> list[str]:
+        """The view names of every relation ``named`` holds (CTEs and names that are no lake
+        relation's included): a superset of the views the statement, once its names are
+        pointed at views, reads."""
+        names = [parse_name([text]) for _, _, text in named.single]
+        names += [LakeName(schema, table) for _, _, (schema, table) in named.qualified]
+        return [name.view_name for name in names if name is not None]
 
     def _register_named(self, sql: str, named: Named) -> str:
         """Register, before Spark analyses ``sql``, the lake relations it names that Spark
