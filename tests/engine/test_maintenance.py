@@ -80,8 +80,9 @@ def history(duck, lake, table: str, snapshots, ranges):  # noqa: ANN001
     ours = lake.table(f"main.{table}")
     out = {}
     for s in snapshots:
-        cols = ", ".join(f'"{c}"' for c in ours.read(version=s).columns)
-        out[("read", "ours", s)] = spark_rows(ours.read(version=s))
+        df = ours.read(version=s)
+        cols = ", ".join(f'"{c}"' for c in df.columns)
+        out[("read", "ours", s)] = spark_rows(df)
         out[("read", "duckdb", s)] = duck_rows(
             duck, f"SELECT {cols} FROM lake.{table} AT (VERSION => {s})")
     for start, end in ranges:
