@@ -101,14 +101,16 @@ def test_bad_read_input_is_a_clear_error(spark, lake, lake_target):  # noqa: ANN
 def test_write_errorifexists_is_refused_by_spark(spark, lake, lake_target):  # noqa: ANN001
     """Spark itself refuses every save mode but append and overwrite for a Python data
     source (UNSUPPORTED_DATA_SOURCE_SAVE_MODE), before the source sees the write: the table
-    is left as it was."""
+    is left as it was. errorifexists is the default, so a write must name its mode."""
     lake.create_table("main.e", spark.range(0).selectExpr("id"))
     before = lake.snapshots()
     writer = spark.range(3).write.format("ducklake").option("catalog", lake_target.catalog)
     if lake_target.metadata_schema:
         writer = writer.option("metadata_schema", lake_target.metadata_schema)
     with pytest.raises(Exception, match="cannot be written in the \"ErrorIfExists\" mode"):
-        writer.mode("errorifexists").save("main.e")
+        writer.save("main.e")  # errorifexists is the default mode
+    with pytest.raises(Exception, match="cannot be written in the \"Ignore\" mode"):
+        writer.mode("ignore").save("main.e")
     assert lake.snapshots() == before
 
 

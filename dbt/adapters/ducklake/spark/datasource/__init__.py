@@ -24,7 +24,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from ...lake.errors import InvalidArgumentError
-from . import arrow_read
+from . import arrow_read, workers
 from .options import LakeOptions, ReadOptions, SinkOptions
 from .reader import (
     LakeBatchReader,
@@ -71,6 +71,7 @@ class DuckLakeDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The table's columns (at the read's snapshot); the change feed adds its own."""
+        workers.settle()
         options = ReadOptions.parse(self.options)
         state = table_state(options.lake, snapshot_of(options.lake.open(), options),
                             contents=False)
@@ -82,6 +83,7 @@ class DuckLakeDataSource(DataSource):
         return arrow_read.spark_schema(state.columns)
 
     def reader(self, schema: StructType) -> LakeBatchReader:
+        workers.settle()
         options = ReadOptions.parse(self.options)
         if options.change_feed or options.starting_snapshot is not None:
             raise InvalidArgumentError(
@@ -92,12 +94,15 @@ class DuckLakeDataSource(DataSource):
         return LakeBatchReader(options, schema)
 
     def streamReader(self, schema: StructType) -> LakeStreamReader:
+        workers.settle()
         return LakeStreamReader(ReadOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
+        workers.settle()
         return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
+        workers.settle()
         return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
 
 

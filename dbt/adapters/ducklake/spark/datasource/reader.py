@@ -45,7 +45,7 @@ from ...lake.models import ColumnInfo, DataFile
 from .. import skipping
 from ..read import _deleted_positions
 from ..table_state import TableState, load_state
-from . import arrow_read
+from . import arrow_read, workers
 from .options import LakeOptions, ReadOptions
 
 # files are grouped into tasks of about this many bytes (at most _TASK_FILES files)
@@ -143,6 +143,7 @@ class LakeBatchReader(DataSourceReader):
         return partitions_of(state, self.out, files)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        workers.settle()
         yield from read_partition(partition, self.out)
 
 

@@ -45,6 +45,7 @@ from ...lake.partitions import PartitionKey, hive_directory, keys_of_spec, parti
 from ...lake.streams import StreamBatch
 from .. import write as spark_write
 from ..table_state import load_state
+from . import workers
 from .flush import flush, inlined_row_count
 from .options import SinkOptions
 
@@ -121,6 +122,7 @@ class _LakeWriter:
 
     # ---------------------------------------------------------------- on the executors
     def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+        workers.settle()
         plan = self.plan
         message = LakeCommitMessage()
         held: list[pa.RecordBatch] = []

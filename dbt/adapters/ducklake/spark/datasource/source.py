@@ -42,7 +42,7 @@ from ...lake.inlining import rows as inlined_data
 from ...lake.models import ColumnInfo, split_changes
 from ..read import _deleted_positions
 from ..table_state import TableState, file_column_ids
-from . import arrow_read
+from . import arrow_read, workers
 from .options import ReadOptions
 from .reader import partitions_of, read_partition, table_state
 
@@ -216,6 +216,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.lineage) for b in deleted))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        workers.settle()
         if isinstance(partition, ChangesPartition):
             yield from _change_rows(partition, self.lineage)
             return

@@ -1,0 +1,40 @@
+"""What ``format("ducklake")`` costs in Spark's Python workers, call after call.
+
+PySpark runs every call of a Python data source in a Python worker forked from its daemon:
+planning a write (each micro-batch), each task, each commit (each micro-batch), each read.
+With ``spark.python.worker.reuse`` (the default) the worker is kept for the next call, and
+after every call the daemon runs a full garbage collection (``gc.collect()`` in
+``pyspark/daemon.py``), which walks every object the worker holds. Once this package, pyarrow
+and SQLAlchemy are imported that is about 75,000 objects: 40-100 ms of CPU per call (more
+under load), three calls per micro-batch of a streaming write, more than everything the sink
+itself does for a 10-row batch.
+
+:func:`settle` freezes what a worker holds after its first calls (``gc.freeze()``): the
+collector no longer walks those objects (reference counting still frees them), so the
+daemon's collection walks only what later calls created. Only the first
+:data:`SETTLING_CALLS` calls freeze: by then the imports, connection pools and caches exist,
+and freezing later would keep garbage cycles of each call's objects for good.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+# Calls of a reused worker that freeze what it holds (the first imports this package and
+# opens the lake; the next ones meet the lazily imported modules and filled caches).
+SETTLING_CALLS = 3
+
+_calls = 0
+
+
+def settle() -> None:
+    """Called at the start of each data source call in a worker: freeze what the worker
+    holds (everything the daemon's collection after the previous call kept) during the first
+    :data:`SETTLING_CALLS` calls. Nothing happens outside a reused PySpark worker (the
+    daemon sets ``SPARK_REUSE_WORKER`` there, and only then collects after each call)."""
+    global _calls
+    if _calls >= SETTLING_CALLS or not os.environ.get("SPARK_REUSE_WORKER"):
+        return
+    _calls += 1
+    gc.freeze()

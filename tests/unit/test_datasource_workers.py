@@ -1,0 +1,58 @@
+"""What ``format("ducklake")`` leaves in Spark's Python workers: the imports a worker pays
+for, and the objects the daemon's collection after each call no longer walks."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import pytest
+
+from dbt.adapters.ducklake.spark.datasource import workers
+
+
+def test_the_data_source_imports_no_dbt() -> None:
+    """Each Python worker imports the data source; dbt-core would double what it holds."""
+    code = ("import sys, dbt.adapters.ducklake.spark.datasource; "
+            "print(sorted(m for m in sys.modules if m.startswith(('dbt.adapters.base', "
+            "'dbt_common', 'agate', 'jinja2', 'mashumaro', 'dbt.adapters.ducklake.impl'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_dbt_still_finds_the_plugin() -> None:
+    import dbt.adapters.ducklake as package
+
+    assert package.Plugin.adapter.type() == "ducklake"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        package.Nope  # noqa: B018
+
+
+@pytest.fixture
+def unfrozen(monkeypatch):  # noqa: ANN001, ANN201
+    monkeypatch.setattr(workers, "_calls", 0)
+    yield
+    gc.unfreeze()
+
+
+def test_a_reused_worker_freezes_during_its_first_calls(monkeypatch, unfrozen) -> None:  # noqa: ANN001
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    gc.unfreeze()
+    counts, held = [], []
+    for _ in range(workers.SETTLING_CALLS + 2):
+        workers.settle()
+        counts.append(gc.get_freeze_count())
+        held.append([[] for _ in range(100)])  # what a call leaves behind
+    settling = counts[:workers.SETTLING_CALLS]
+    # each settling call froze what the previous ones left; later calls freeze nothing
+    assert settling[0] > 0 and all(b >= a + 100 for a, b in zip(settling, settling[1:]))
+    assert counts[workers.SETTLING_CALLS:] == [settling[-1]] * 2
+
+
+def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch, unfrozen) -> None:  # noqa: ANN001
+    monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+    gc.unfreeze()
+    workers.settle()
+    assert gc.get_freeze_count() == 0
