@@ -122,15 +122,15 @@ def replanner(lake: Catalog, tx: Transaction, delta: Delta, tokens: Sequence[str
             why = (f"the branch deleted from it with {len(found)} statements, whose order "
                    "matters" if len(found) > 1 else
                    "the branch also altered its columns" if replans else
-                   "the branch's statement that deleted from it (an INSERT OVERWRITE, which "
-                   "DuckDB's DELETE and INSERT in one transaction are, or one not run through "
-                   "the DELETE/UPDATE/MERGE/REPLACE path) cannot be re-planned")
+                   "the branch's statement that deleted from it is an INSERT OVERWRITE (as "
+                   "DuckDB's DELETE and INSERT in one transaction, it fails on another's "
+                   "insert) or was not run through the DELETE/UPDATE/MERGE/REPLACE path")
             with lake.read() as conn:
                 name = _object_name(lake, conn, f"table:{table_id}", delta.base.snapshot_id)
             raise CommitConflictError(
                 f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): {name} "
-                f"was inserted into by snapshot {sid}, and {why}, so its DELETE, UPDATE or "
-                "MERGE cannot be re-planned at publish against those rows. Nothing was "
+                f"was inserted into by snapshot {sid}, and {why}, so the branch's statement "
+                "cannot be re-planned at publish against those rows. Nothing was "
                 "published and the branch's files were removed; rerun on the new state.")
 
     return replan
