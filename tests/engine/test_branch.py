@@ -436,6 +436,48 @@ def test_racing_insert_stays_a_conflict_where_no_replan_holds(spark, lake, duck)
     assert lake.catalog.latest_snapshot().snapshot_id == other
 
 
+def test_replacement_racing_inserts_lands_and_insert_overwrite_stays_a_conflict(
+        spark, lake, duck, oracle_lake):  # noqa: ANN001
+    """A branch's CREATE OR REPLACE TABLE (a dbt table model), columns added, replaces at
+    publish the rows another writer inserted meanwhile, as it does committing late on its own
+    and as DuckDB's CREATE OR REPLACE lands over another transaction's inserts: the lake
+    equals the statement run after those inserts, row ids included. An INSERT OVERWRITE
+    stays a conflict, as DuckDB's DELETE and INSERT in one transaction fail on another's
+    insert ("attempting to delete from table ... but another transaction has inserted into
+    it"): nothing published."""
+    setup = ("CREATE TABLE `main.c` AS SELECT id, id % 7 AS k FROM range(100)",
+             "CREATE TABLE `main.o` AS SELECT id, id % 7 AS k FROM range(100)")
+    replace = ("CREATE OR REPLACE TABLE `main.c` AS "
+               "SELECT id, id % 7 AS k, id * 2 AS v FROM range(10)")
+    _, base = on(spark, lake.catalog)
+    _, direct = on(spark, oracle_lake.catalog)
+    run(base, *setup)
+    run(direct, *setup)
+    attach(duck, oracle_lake, "oracle")
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, replace)
+    for db in ("lake", "oracle"):
+        for statement in RACE_OTHER:
+            duck.execute(statement.format(db=db, t="c"))
+    run(direct, replace)
+    assert br.publish() is not None
+    query = "SELECT rowid, id, k, v FROM {db}.c ORDER BY rowid"
+    assert duck_rows(duck, query.format(db="lake")) == duck_rows(duck, query.format(db="oracle"))
+    assert duck_rows(duck, "SELECT count(*) FROM lake.c") == [(10,)]
+
+    br = Branch.open(lake.catalog)
+    _, eng = on(spark, br.catalog)
+    run(eng, "INSERT OVERWRITE `main.o` SELECT id, 0 FROM range(5)")
+    duck.execute("INSERT INTO lake.o VALUES (1000, 1)")
+    other = lake.catalog.latest_snapshot().snapshot_id
+    with pytest.raises(CommitConflictError,
+                       match=rf"table main\.o .*snapshot {other}.*INSERT OVERWRITE"):
+        br.publish()
+    assert duck_rows(duck, "SELECT count(*) FROM lake.o") == [(101,)]
+    assert lake.catalog.latest_snapshot().snapshot_id == other
+
+
 def test_remove_stale_drops_copies_of_dead_or_old_owners(lake):  # noqa: ANN001
     """A copy whose owner process is gone is stale at once; one owned by another host only
     after ``older_than``; a live owner's copy stays."""

@@ -1,9 +1,9 @@
 """Atomic publish (``publish: atomic``): a whole dbt build lands as one snapshot, and only if
 no node failed; on SQLite and PostgreSQL catalogs, with DuckDB as the reader and the oracle.
 
-One project (a seed, a view, a table, an incremental model of each strategy but microbatch,
-a snapshot, a Python model, a model over a source DuckDB writes, and a data test) is built
-per model into one schema (the environment variable overriding the profile's ``atomic``),
+One project (a seed, a view, a table, an incremental model of each strategy, a snapshot, a
+Python model, a model over a source DuckDB writes, and a data test) is built per model into
+one schema (the environment variable overriding the profile's ``atomic``),
 then atomically into another: a failing test and a failing model publish nothing while a
 DuckDB reader polls, two passing builds publish exactly one snapshot each, equal to the
 per-model build (the second one turns the view into a table, adds a column, merges and
@@ -37,8 +37,9 @@ pytestmark = [pytest.mark.spark]
 
 SEED = "id,customer,amount\n1,ann,10\n2,bob,20\n3,cid,30\n4,ann,40\n"
 # the second round turns the view into a table and adds a column to a table
-STG = """{{ config(materialized='view' if var('round', 1) == 1 else 'table') }}
-select * from {{ ref('raw_orders') }}"""
+STG = """{{ config(materialized='view' if var('round', 1) == 1 else 'table', event_time='ts') }}
+select *, cast(date_add(date'2024-01-01', cast(id as int)) as timestamp) as ts
+from {{ ref('raw_orders') }}"""
 ORDERS = """{{ config(materialized='table') }}
 select id, customer, amount * {{ var('factor', 2) }} as amount2
        {%- if var('round', 1) > 1 %}, amount as amount1{% endif %}
@@ -55,6 +56,14 @@ select id, {{ var('round', 1) }} as round from {{ ref('orders') }}"""
 ORDERS_IO = """{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
                           partition_by=['customer']) }}
 select customer, sum(amount2) as total from {{ ref('orders') }} group by customer"""
+# microbatch: dbt filters its input, stg_orders (event_time ts, one day per order), to each
+# day's window; every batch is a REPLACE WHERE on the table. The window is fixed by
+# DBT_EVENT_TIME_START/END (MICROBATCH_WINDOW), a few days after `begin`: three batches, and
+# the second round replaces them (the rows carry the round).
+ORDERS_MB = """{{ config(materialized='incremental', incremental_strategy='microbatch',
+                          event_time='ts', begin='2023-12-30', batch_size='day') }}
+select id, customer, amount * {{ var('round', 1) }} as amount_r, ts from {{ ref('stg_orders') }}"""
+MICROBATCH_WINDOW = {"DBT_EVENT_TIME_START": "2024-01-02", "DBT_EVENT_TIME_END": "2024-01-05"}
 EVENTS_COPY = """{{ config(materialized='table') }}
 select id from {{ source('ext', 'events') }} where id < 1000"""
 # its column is named sum(amount3), as Spark names it: a name the catalog's inlined table
@@ -116,7 +125,7 @@ ADD_EVENT = """{% macro add_event(n) %}
 TEST = "select * from {{ ref('orders_inc') }} where amount3 < {{ var('min_amount', 0) }}"
 # as of the second round (stg_orders a table by then)
 TABLES = ("raw_orders", "stg_orders", "orders", "orders_inc", "orders_di", "orders_append",
-          "orders_io", "events_copy", "py_orders")
+          "orders_io", "orders_mb", "events_copy", "py_orders")
 CATALOG_TABLES = ("ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_schema",
                   "ducklake_table", "ducklake_view", "ducklake_column", "ducklake_data_file",
                   "ducklake_delete_file", "ducklake_table_stats")
@@ -140,7 +149,7 @@ class AtomicPublish:
     def models(self):  # noqa: ANN201
         return {"stg_orders.sql": STG, "orders.sql": ORDERS, "orders_inc.sql": ORDERS_INC,
                 "orders_di.sql": ORDERS_DI, "orders_append.sql": ORDERS_APPEND,
-                "orders_io.sql": ORDERS_IO,
+                "orders_io.sql": ORDERS_IO, "orders_mb.sql": ORDERS_MB,
                 "events_copy.sql": EVENTS_COPY, "py_orders.py": PYTHON,
                 "conflict.py": CONFLICT,
                 "sources.yml": SOURCES}
@@ -156,6 +165,19 @@ class AtomicPublish:
     @pytest.fixture(scope="class")
     def tests(self):  # noqa: ANN201
         return {"amount_at_least.sql": TEST}
+
+    @pytest.fixture(scope="class", autouse=True)
+    def microbatch_window(self) -> Iterator[None]:
+        """Every invocation of the class (and its child processes) runs the microbatch
+        model's batches of MICROBATCH_WINDOW only, not every day from `begin` to today."""
+        saved = {k: os.environ.get(k) for k in MICROBATCH_WINDOW}
+        os.environ.update(MICROBATCH_WINDOW)
+        yield
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
     # ------------------------------------------------------------------ helpers
     def creds(self, project) -> Any:  # noqa: ANN001
@@ -238,6 +260,8 @@ class AtomicPublish:
         expected = self.contents(con, other)
         assert ("stg_orders", "BASE TABLE") in expected["relations"]
         assert len(expected["orders"][0]) == 4  # amount1 added in the second round
+        # the three batches of the window, replaced by the second round's
+        assert [(r[0], r[2]) for r in expected["orders_mb"]] == [(1, 20), (2, 40), (3, 60)]
 
         # (1) + (3) a failing data test publishes nothing, and a reader never sees a thing
         state = self.lake_state(project)

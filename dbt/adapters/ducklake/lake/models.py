@@ -56,6 +56,9 @@ class PublishReplan:
 
     statement: str  # "DELETE", "UPDATE", "MERGE", ..., for messages
     stage: PublishStage
+    # the statement replaces the whole table (CREATE OR REPLACE TABLE): every inserted row
+    # goes, whatever the columns, so a schema change in the same statement does not matter
+    whole_table: bool = False
 
 
 @dataclass(frozen=True)

@@ -99,10 +99,14 @@ def replanner(lake: Catalog, tx: Transaction, delta: Delta, tokens: Sequence[str
     as the statement re-plans when it commits late on its own. Then the published snapshot
     holds what the branch's statements would have done had they run after those inserts.
 
+    A CREATE OR REPLACE TABLE replaces those rows too (``PublishReplan.whole_table``), as
+    it does committing late on its own and as DuckDB's lands over others' inserts.
+
     A table the branch deleted from with more than one statement, with a statement that
-    cannot be re-planned (an overwrite, a maintenance rewrite, ...), or whose columns the
-    branch altered, stays a conflict: the order of the statements would matter, or the rows
-    would need the branch's schema."""
+    cannot be re-planned (an INSERT OVERWRITE: DuckDB's DELETE and INSERT in one transaction
+    fail on others' inserts; a maintenance rewrite, ...), or whose columns the branch
+    altered (but for a whole-table replacement), stays a conflict: the order of the
+    statements would matter, or the rows would need the branch's schema."""
     deleted = {int(v) for k, v in map(parse_token, tokens) if k in DELETE_KINDS}
     altered = {int(v) for k, v in map(parse_token, tokens)
                if k == "altered_table" and v.isdigit()}
@@ -111,20 +115,22 @@ def replanner(lake: Catalog, tx: Transaction, delta: Delta, tokens: Sequence[str
         for table_id, sid in _inserted_into(lake, deleted, since, until):
             found = [s for s in statements if table_id in s.tables]
             replans = [s.replan for s in found if s.replan is not None]
-            if table_id not in altered and len(found) == 1 and len(replans) == 1:
+            if len(found) == 1 and len(replans) == 1 and (
+                    table_id not in altered or replans[0].whole_table):
                 replans[0].stage(tx, lake, since, until)
                 continue
-            why = ("the branch also altered its columns" if table_id in altered else
-                   f"the branch deleted from it with {len(found)} statements, whose order "
+            why = (f"the branch deleted from it with {len(found)} statements, whose order "
                    "matters" if len(found) > 1 else
-                   "the branch's statement that deleted from it (an overwrite, or one not "
-                   "run through the DELETE/UPDATE/MERGE path) cannot be re-planned")
+                   "the branch also altered its columns" if replans else
+                   "the branch's statement that deleted from it is an INSERT OVERWRITE (as "
+                   "DuckDB's DELETE and INSERT in one transaction, it fails on another's "
+                   "insert) or was not run through the DELETE/UPDATE/MERGE/REPLACE path")
             with lake.read() as conn:
                 name = _object_name(lake, conn, f"table:{table_id}", delta.base.snapshot_id)
             raise CommitConflictError(
                 f"cannot publish the branch (base snapshot {delta.base.snapshot_id}): {name} "
-                f"was inserted into by snapshot {sid}, and {why}, so its DELETE, UPDATE or "
-                "MERGE cannot be re-planned at publish against those rows. Nothing was "
+                f"was inserted into by snapshot {sid}, and {why}, so the branch's statement "
+                "cannot be re-planned at publish against those rows. Nothing was "
                 "published and the branch's files were removed; rerun on the new state.")
 
     return replan

@@ -451,6 +451,8 @@ def replace(target: Target, df: DataFrame, info: CommitInfo | None = None,
     target.stage(tx, state, df, columns, replace=True, partition_keys=keys)
     tx.touch_data_files([f.data_file_id for f in state.data_files])
     tx.replanner = replaced_anyway
+    tx.publish_replan = PublishReplan("CREATE OR REPLACE TABLE", partial(
+        _replaced_on_lake, target, TableRef(state.table.table_id)), whole_table=True)
     new_columns = "; ".join(changes.new_columns) or None
     return target.commit(tx, info), new_columns
 
@@ -458,6 +460,16 @@ def replace(target: Target, df: DataFrame, info: CommitInfo | None = None,
 def replaced_anyway(since: Snapshot, until: Snapshot) -> None:
     """Nothing to plan for rows inserted meanwhile: replacing a table's contents ends every
     data file and inlined row live when it commits (``data_files.end_all``)."""
+
+
+def _replaced_on_lake(target: Target, ref: TableRef, on: Transaction, lake: Catalog,
+                      since: Snapshot, until: Snapshot) -> None:
+    """A CREATE OR REPLACE TABLE of a branch, at its publish (``Transaction.publish_replan``):
+    the rows others inserted into the lake's table meanwhile are replaced too, as when the
+    statement commits late on its own (:func:`replaced_anyway`), and as DuckDB's CREATE OR
+    REPLACE TABLE lands over another transaction's inserts (the old table goes, with them)."""
+    table = dataclasses.replace(target, lake=lake)
+    delete_files.delete(on, ref, *locations(table.inserted_meanwhile(since, until)))
 
 
 # What a replacement deletes: the target rows (a metadata scan) that the source selects.
