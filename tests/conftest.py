@@ -12,10 +12,12 @@ adapter's ``getOrCreate``), with the same settings (``SPARK_TEST_CONF``) whichev
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +207,37 @@ def new_lake_target(backend: str, root: Path) -> Iterator[LakeTarget]:
     )
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def copy_lake(source: LakeTarget, target: LakeTarget) -> None:
+    """Make the new, empty ``target`` (same backend) a copy of the lake ``source``: its catalog
+    and its data files, the stored data path made the copy's own. A test module that needs the
+    same seeded lake in several tests seeds it once and copies it per test: a copy costs a few
+    file and catalog-row copies, seeding costs Spark jobs."""
+    if source.backend != target.backend:
+        raise ValueError(f"copy_lake: a {source.backend} lake cannot be copied into a "
+                         f"{target.backend} one")
+    shutil.copytree(source.data_path, target.data_path)
+    if source.backend == "sqlite":
+        copy = target.catalog.removeprefix("sqlite:///")
+        shutil.copyfile(source.catalog.removeprefix("sqlite:///"), copy)
+        with closing(sqlite3.connect(copy)) as conn, conn:
+            conn.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'data_path'",
+                         (target.data_path,))
+        return
+    import psycopg
+
+    src, dst = source.metadata_schema, target.metadata_schema
+    with psycopg.connect(target.catalog.removeprefix("postgres:"), autocommit=True) as conn:
+        tables = [row[0] for row in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_type = 'BASE TABLE'", (src,)).fetchall()]
+        conn.execute(f'CREATE SCHEMA "{dst}"')
+        for name in tables:
+            conn.execute(f'CREATE TABLE "{dst}"."{name}" (LIKE "{src}"."{name}" INCLUDING ALL)')
+            conn.execute(f'INSERT INTO "{dst}"."{name}" SELECT * FROM "{src}"."{name}"')
+        conn.execute(f'UPDATE "{dst}".ducklake_metadata SET value = %s WHERE key = '
+                     "'data_path'", (target.data_path,))
 
 
 @pytest.fixture(params=CATALOGS)

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 
 import pytest
+from conftest import LakeTarget, copy_lake, new_lake_target
 from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.lake.errors import InvalidArgumentError
@@ -130,11 +133,56 @@ def build_history(spark, lake) -> tuple[int, int]:  # noqa: ANN001
     return first, lake.current_snapshot().snapshot_id
 
 
+Bounds = tuple[int, int]
+Template = Callable[[str], tuple[LakeTarget, Bounds]]
+
+
+@pytest.fixture(scope="module")
+def history_templates(spark, tmp_path_factory) -> Iterator[Template]:  # noqa: ANN001
+    """A lake holding :func:`build_history`'s history, built once per module and catalog:
+    each test that starts from the history gets a copy (building it anew cost each of those
+    tests about as much as its own checks)."""
+    from dbt.adapters.ducklake.spark import SparkLake
+
+    built: dict[str, tuple[LakeTarget, Bounds]] = {}
+    with ExitStack() as stack:
+        def template(backend: str) -> tuple[LakeTarget, Bounds]:
+            if backend not in built:
+                target = stack.enter_context(
+                    new_lake_target(backend, tmp_path_factory.mktemp("history")))
+                lk = SparkLake.open(spark, target.catalog, target.data_path,
+                                    **target.open_kwargs())
+                try:
+                    built[backend] = (target, build_history(spark, lk))
+                finally:
+                    lk.close()
+            return built[backend]
+
+        yield template
+
+
+@pytest.fixture
+def lake_target(lake_target: LakeTarget, request: pytest.FixtureRequest,
+                history_templates: Template) -> LakeTarget:
+    """The test's lake; for a test that asks for ``built_history``, a copy of the history's
+    template, made before the ``lake`` and ``duck`` fixtures open it."""
+    if "built_history" in request.fixturenames:
+        copy_lake(history_templates(lake_target.backend)[0], lake_target)
+    return lake_target
+
+
+@pytest.fixture
+def built_history(lake_target: LakeTarget, history_templates: Template) -> Bounds:
+    """The (first, last) snapshot ids of :func:`build_history`'s history, which the test's
+    lake holds (copied in by ``lake_target``)."""
+    return history_templates(lake_target.backend)[1]
+
+
 # ------------------------------------------------------------------------ transparency
 @pytest.mark.slow
 def test_flush_merge_rewrite_keep_every_snapshot_and_change(spark, duck, lake,  # noqa: ANN001
-                                                            lake_target):
-    first, last = build_history(spark, lake)
+                                                            lake_target, built_history):
+    first, last = built_history
     snapshots = list(range(first, last + 1))
     ranges = [(s, s) for s in snapshots] + [(first, last), (first + 3, last - 2), (0, last)]
     before = history(duck, lake, "t", snapshots, ranges)
@@ -182,8 +230,8 @@ def read_all(duck, lake, table: str = "t"):  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake, lake_target):  # noqa: ANN001
-    build_history(spark, lake)
+def test_duckdb_maintains_a_lake_we_maintained(spark, duck, lake, lake_target,  # noqa: ANN001
+                                                built_history):
     lake.flush_inlined_data()
     reattach(duck, lake_target)
     lake.merge_adjacent_files()
@@ -310,7 +358,7 @@ def scheduled(lake) -> list:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa: ANN001
+def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake, built_history):  # noqa: ANN001
     import pyarrow as pa
     import pyarrow.parquet as pq
     from sqlalchemy import text
@@ -321,7 +369,6 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
     from dbt.adapters.ducklake.lake.models import TableRef
     from dbt.adapters.ducklake.spark.dml import stage_insert
 
-    build_history(spark, lake)
     lake.merge_adjacent_files()
     lake.rewrite_data_files(delete_threshold=0.5)  # ends files that old snapshots still read
     reference = read_all(duck, lake)
@@ -376,8 +423,7 @@ def test_cleanup_keeps_live_needed_and_pending_files(spark, duck, lake):  # noqa
 
 
 @pytest.mark.slow
-def test_expire_dry_run_and_latest(spark, duck, lake):  # noqa: ANN001
-    build_history(spark, lake)
+def test_expire_dry_run_and_latest(spark, duck, lake, built_history):  # noqa: ANN001
     snaps = [s.snapshot_id for s in lake.snapshots()]
     dry = lake.expire_snapshots(older_than=FUTURE, dry_run=True)
     assert list(dry.snapshot_ids) == snaps[:-1]
