@@ -3,7 +3,8 @@
 The raw data is a star schema written once as Parquet (with DuckDB): ``line_items`` (the fact
 table, ``--scale`` rows, default 100,000; documented at 1,000,000 and 10,000,000), ``orders``
 (a quarter as many), ``customers`` (a hundredth) and 1,000 ``products``. The same dbt project
-runs on each adapter: four staging views over the raw files, two joined marts, two aggregates,
+runs on each adapter: four ephemeral staging models over the raw files (a DuckLake view may not
+read files by path: docs/security.md), two joined marts, two aggregates,
 one incremental model (``append``, new orders only) and a few data tests. Systems:
 
 - ``ours``: dbt-ducklake (Spark ``local[*]``, SQLite catalog);
@@ -115,7 +116,7 @@ config-version: 2
 models:
   star:
     staging:
-      +materialized: view
+      +materialized: ephemeral
     marts:
       +materialized: table
       +file_format: "{{ 'parquet' if target.type == 'spark' else none }}"
