@@ -11,6 +11,10 @@ a file source holding one 10-row Parquet file per micro-batch (``maxFilesPerTrig
 - ``ours-files``: the same with inlining off (a Parquet file per batch, written by the task);
 - ``foreach-append``: ``foreachBatch`` calling ``LakeTable.append(df, stream_id, batch_id)``.
 
+Every system first streams ``--warmup`` batches untimed (all of them, before any is timed),
+so that none pays the JVM's, the Python workers' or the lake's warm-up for the others: the
+``noop`` floor is measured on a warm session, as the systems after it are.
+
 Per system: batches per second, p50/p99 of a batch's duration (Spark's ``triggerExecution``),
 Parquet files created. Then the nine aggregations of ``streaming.py`` over ``ours-inlined``'s
 table: inlined rows, after a flush, and in DuckDB over the same lake.
@@ -53,8 +57,10 @@ def run_stream(spark, src: str, writer_of, checkpoint: str) -> list[float]:  # n
             if p["numInputRows"]]
 
 
-def run_system(args: argparse.Namespace, results: C.Results, root: str, system: str,
+def run_system(args: argparse.Namespace, results: C.Results | None, root: str, system: str,
                src: str) -> None:
+    """Stream ``src`` through ``system`` into a new lake; ``results`` ``None``: a warm-up,
+    recorded nowhere."""
     from dbt.adapters.ducklake.spark import SparkLake
 
     spark = C.spark_session()
@@ -84,6 +90,8 @@ def run_system(args: argparse.Namespace, results: C.Results, root: str, system: 
         with C.Timer() as total:
             seconds = run_stream(spark, src, writers[system],
                                  os.path.join(root, system, "ck"))
+        if results is None:
+            return
         results.add(system, "batches/s", len(seconds) / total.seconds, "batches/s")
         results.add(system, "batch p50", C.percentile(seconds, 0.5))
         results.add(system, "batch p99", C.percentile(seconds, 0.99))
@@ -123,6 +131,8 @@ def aggregations(results: C.Results, spark, lake, table, spec: C.LakeSpec) -> No
 def main() -> None:
     p = C.parser(__doc__.splitlines()[0], "number of 10-row micro-batches", 1000)
     p.add_argument("--skip", default="", help="comma-separated systems to skip")
+    p.add_argument("--warmup", type=int, default=10,
+                   help="untimed micro-batches streamed through every system first")
     # one repetition by default: a system's figures are percentiles over its N batches, and
     # a repetition of 200 batches takes minutes per system on a small machine
     p.set_defaults(reps=1)
@@ -134,6 +144,13 @@ def main() -> None:
     with C.workdir(args) as root:
         src = os.path.join(root, "source")
         write_source(src, args.batches)
+        if args.warmup:
+            warm = os.path.join(root, "warm-source")
+            write_source(warm, args.warmup)
+            print(f"-- warm-up: {args.warmup} untimed batches through each system", flush=True)
+            for system in SYSTEMS:
+                if system not in skip:
+                    run_system(args, None, os.path.join(root, "warm"), system, warm)
         for rep in range(args.reps):
             print(f"-- repetition {rep + 1}/{args.reps}", flush=True)
             for system in SYSTEMS:

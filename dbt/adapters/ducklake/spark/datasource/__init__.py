@@ -13,6 +13,7 @@ its first use of a Python data source. :func:`register` does it explicitly (for 
 path where that module is not importable); ``SparkLake.open`` calls it.
 
 Modules: :mod:`.options` (what a read or write was given), :mod:`.sink` (writes),
+:mod:`.plan` (what a write needs of its table, kept per worker),
 :mod:`.reader` (batch reads), :mod:`.source` (streaming reads), :mod:`.arrow_read` (a
 table's rows as Arrow in the Python workers).
 """

@@ -28,68 +28,32 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ...lake import data_files, faults
 from ...lake import files as lake_files
-from ...lake import options as lake_options
 from ...lake.branch import guarding_branch
 from ...lake.catalog import Catalog
 from ...lake.commit import Transaction
-from ...lake.errors import CommitUnknownError, InvalidArgumentError, NotFoundError
-from ...lake.inlining.rows import can_inline
-from ...lake.models import ColumnInfo, NewDataFile, Snapshot, TableRef
-from ...lake.options import ParquetOptions
-from ...lake.partitions import PartitionKey, hive_directory, keys_of_spec, partition_value
+from ...lake.errors import (
+    CommitConflictError,
+    CommitUnknownError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
+)
+from ...lake.models import NewDataFile, Snapshot, TableRef
+from ...lake.partitions import hive_directory, partition_value
 from ...lake.streams import StreamBatch
 from .. import write as spark_write
 from ..table_state import load_state
 from . import workers
 from .flush import flush, inlined_row_count
 from .options import SinkOptions
+from .plan import CurrentPlan, Plan, current_plan
 
 # A task writes a file each time it holds this much Arrow data; the last one may be smaller.
 TASK_FILE_BYTES = 256 * 1024 * 1024
-
-
-# ---------------------------------------------------------------------------------- plan
-@dataclass(frozen=True)
-class _Plan:
-    """What a task needs to write the table's files (pickled to the executors)."""
-
-    table_id: int
-    table_dir: str
-    columns: list[ColumnInfo]
-    parquet: ParquetOptions
-    inline_limit: int  # 0: never inline
-    keys: tuple[PartitionKey, ...] = ()  # the partitioned table's keys
-
-
-def _plan(lake: Catalog, options: SinkOptions, schema: StructType) -> _Plan:
-    try:
-        state = load_state(lake, options.lake.schema_name, options.lake.table_name, contents=False)
-    except NotFoundError as exc:
-        raise NotFoundError(
-            f'format("ducklake") cannot write {options.table}: {exc}. Create it first '
-            "(SparkLake.create_table, or a dbt model); a write does not create tables"
-        ) from None
-    with lake.read() as conn:
-        parquet = lake_options.parquet_options(lake, conn, state.schema.schema_id,
-                                               state.table.table_id)
-        spec = lake.partition_spec(state.table.table_id, state.snapshot_id, conn)
-    keys = keys_of_spec(spec, state.columns) if spec is not None else ()
-    if not spark_write.writes_on_driver(state.columns, ()):
-        raise InvalidArgumentError(
-            f'format("ducklake") does not write {options.table} yet: it has a column Spark '
-            "writes in another physical form. Write it from foreachBatch with "
-            "SparkLake.table(...).append(batch_df, stream_id=..., batch_id=...)")
-    # The data's columns must be the table's (by name, types that widen to the table's):
-    # checked here, on the driver, before any task runs.
-    spark_write.conform_arrow(to_arrow_schema(schema).empty_table(), state.columns)
-    limit = state.inlining_row_limit if can_inline(state.columns, lake.dialect) else 0
-    return _Plan(state.table.table_id, state.table_dir, state.columns, parquet, limit,
-                 tuple(keys))
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -118,7 +82,8 @@ class _LakeWriter:
                 "snapshot at its end, and this write would land on the lake at once, beside "
                 "it. Write through a model (a Python model returns its DataFrame), a seed or "
                 "run_query; or run the invocation with DUCKLAKE_PUBLISH=per_model.")
-        self.plan = _plan(lake, options, schema)
+        self.schema = schema
+        self.plan = current_plan(lake, options, schema).plan
 
     # ---------------------------------------------------------------- on the executors
     def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
@@ -175,13 +140,8 @@ class _LakeWriter:
                          batch_id: int | None) -> Snapshot | None:
         options, plan = self.options, self.plan
         lake = options.open()
-        state = load_state(lake, options.lake.schema_name, options.lake.table_name,
-                           contents=self.overwrite)
-        if state.table.table_id != plan.table_id:
-            raise NotFoundError(
-                f"{options.table} was dropped and created again while this write ran (table "
-                f"id {plan.table_id} is now {state.table.table_id}); nothing was committed")
-        tx = Transaction(lake, lake.snapshot(version=state.snapshot_id))
+        current = self._current(lake)
+        tx = Transaction(lake, current.snapshot)
         tx.files_written.extend(paths)
         if batch_id is not None:
             if options.stream_id is None:
@@ -199,16 +159,18 @@ class _LakeWriter:
             return None
         inlined: list[dict[str, Any]] = []
         if rows is not None:
-            limit = state.inlining_row_limit if plan.inline_limit else 0
+            limit = current.plan.table_inline_limit if plan.inline_limit else 0
             if not files and rows.num_rows <= limit:
                 inlined = rows.to_pylist()
             else:
                 # the tasks' small remainders, as one more file (written here, on the driver)
-                for new_file, path in write_files(rows, state.table_dir, plan):
+                for new_file, path in write_files(rows, current.plan.table_dir, plan):
                     files.append(new_file)
                     tx.files_written.append(path)
         ref = TableRef(plan.table_id)
         if self.overwrite:
+            state = load_state(lake, options.lake.schema_name, options.lake.table_name,
+                               at=current.snapshot.snapshot_id)
             data_files.replace(tx, ref, files, inlined)
             tx.touch_data_files([f.data_file_id for f in state.data_files])
             tx.replanner = _replaced_anyway
@@ -226,11 +188,36 @@ class _LakeWriter:
                   {"writer": 'spark format("ducklake") flushInlinedRows'}, options.author)
         return snapshot
 
+    def _current(self, lake: Catalog) -> CurrentPlan:
+        """The table's plan now, which must still be the one the tasks wrote with."""
+        options, plan = self.options, self.plan
+        try:
+            current = current_plan(lake, options, self.schema)
+        except NotFoundError:
+            raise NotFoundError(
+                f"{options.table} was dropped while this write ran; nothing was "
+                "committed") from None
+        except SchemaMismatchError as exc:
+            raise SchemaMismatchError(
+                f"the columns of {options.table} changed while this write ran (a concurrent "
+                f"ALTER), so nothing was committed: {exc}. Write data with the table's "
+                "columns (a streaming query: restart it with them)") from None
+        if current.plan.table_id != plan.table_id:
+            raise NotFoundError(
+                f"{options.table} was dropped and created again while this write ran (table "
+                f"id {plan.table_id} is now {current.plan.table_id}); nothing was committed")
+        if current.plan.columns != plan.columns or current.plan.keys != plan.keys:
+            raise CommitConflictError(
+                f"the columns or partitioning of {options.table} changed while this write "
+                "ran (a concurrent ALTER); nothing was committed. Run the write again (a "
+                "streaming query: restart it) to write with the table's new columns")
+        return current
+
     def _abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         _remove([p for m in messages if isinstance(m, LakeCommitMessage) for p in m.paths])
 
 
-def write_files(rows: pa.Table, table_dir: str, plan: _Plan) -> list[tuple[NewDataFile, str]]:
+def write_files(rows: pa.Table, table_dir: str, plan: Plan) -> list[tuple[NewDataFile, str]]:
     """``rows`` (conformed to the table) as files of the table: one, or for a partitioned
     table one per partition, in DuckDB's hive directories with the partition values; a file
     already written is removed if a later one fails."""
