@@ -94,16 +94,21 @@ def quote(name: str) -> str:
 
 
 # ---------------------------------------------------------------------- names in Spark's errors
-def missing_relation(exc: AnalysisException) -> list[str] | None:
-    """The name parts of the relation Spark could not find, if that is what failed."""
-    condition = None
+def _condition(exc: AnalysisException) -> str | None:
+    """Spark's error condition of ``exc`` (``getErrorClass`` on older PySpark)."""
     for attr in ("getCondition", "getErrorClass"):
         try:
             condition = getattr(exc, attr)()
-            if condition:
-                break
         except Exception:  # noqa: BLE001
             continue
+        if condition:
+            return condition
+    return None
+
+
+def missing_relation(exc: AnalysisException) -> list[str] | None:
+    """The name parts of the relation Spark could not find, if that is what failed."""
+    condition = _condition(exc)
     if condition not in ("TABLE_OR_VIEW_NOT_FOUND", "VIEW_NOT_FOUND", "TABLE_NOT_FOUND"):
         return None
     name = message_parameter(exc, "relationName") or message_parameter(exc, "viewName") or \
@@ -115,15 +120,7 @@ def missing_relation(exc: AnalysisException) -> list[str] | None:
 
 def missing_routine(exc: AnalysisException) -> list[str] | None:
     """The name parts of the function Spark could not resolve, if that is what failed."""
-    condition = None
-    for attr in ("getCondition", "getErrorClass"):
-        try:
-            condition = getattr(exc, attr)()
-            if condition:
-                break
-        except Exception:  # noqa: BLE001
-            continue
-    if condition != "UNRESOLVED_ROUTINE":
+    if _condition(exc) != "UNRESOLVED_ROUTINE":
         return None
     name = message_parameter(exc, "routineName")
     return split_identifier(name) if name else None

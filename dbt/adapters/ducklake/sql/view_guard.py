@@ -157,13 +157,8 @@ def check_function(spark: SparkSession, function: str, statement: str,
         UnsupportedViewError: when the statement does not parse as Spark SQL.
     """
     parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
-    try:
-        plan = parser.parsePlan(statement)
-    except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's ParseException
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UnsupportedViewError(
-            f"function {function}: its definition does not parse as Spark SQL ({first}); "
-            "recreate the function with a definition Spark can run") from None
+    plan = _parsed(parser, statement, f"function {function}: its definition",
+                   "recreate the function with a definition Spark can run")
     kind = plan.nodeName()
     if kind != "CreateSQLFunctionCommand" or not plan.isTemp() or plan.isTableFunc():
         raise UnsafeViewError(_message(function, f"is {kind}, not a scalar SQL function",
@@ -179,6 +174,16 @@ def check_function(spark: SparkSession, function: str, statement: str,
                 raise UnsafeViewError(_message(
                     function, f"gives parameter {field.name()} the default {default.get()}, "
                     "which is not a constant", "function"))
+
+
+def _parsed(parser: Any, statement: str, what: str, fix: str) -> Any:
+    """``statement`` parsed by Spark's parser; text it cannot parse fails naming ``what``."""
+    try:
+        return parser.parsePlan(statement)
+    except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's ParseException
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsupportedViewError(
+            f"{what} does not parse as Spark SQL ({first}); {fix}") from None
 
 
 def is_constant(expr: Any) -> bool:
@@ -199,13 +204,8 @@ def statement_verdict(spark: SparkSession, view: str, statement: str) -> Verdict
     if known is not None:
         return known
     parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001
-    try:
-        plan = parser.parsePlan(statement)
-    except Exception as exc:  # noqa: BLE001 - py4j raises pyspark's ParseException
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UnsupportedViewError(
-            f"view {view}: its query does not parse as Spark SQL ({first}); recreate the "
-            "view with a query Spark can run") from None
+    plan = _parsed(parser, statement, f"view {view}: its query",
+                   "recreate the view with a query Spark can run")
     walk = _Walk(spark, case_sensitive)
     try:
         walk.statement(plan)
