@@ -134,6 +134,12 @@ CATALOG_TABLES = ("ducklake_snapshot", "ducklake_snapshot_changes", "ducklake_sc
 class AtomicPublish:
     """The test; subclasses choose the catalog."""
 
+    # DuckDB inserting into the models' tables during the build, beside the DuckDB appender:
+    # on SQLite two DuckDB writers lock each other out (README, Limits; the race ran into it
+    # for minutes on a loaded machine), so only PostgreSQL runs it. The re-plan itself does
+    # not depend on the catalog: tests/engine/test_branch.py races it on both.
+    race_inserts = True
+
     @pytest.fixture(scope="class")
     def dbt_profile_data(self, unique_schema, dbt_profile_target):  # noqa: ANN001, ANN201
         atomic = dict(dbt_profile_target, schema=unique_schema, publish="atomic")
@@ -303,12 +309,13 @@ class AtomicPublish:
         # its row (its id matches no source row), delete+insert replaces the other (id 1)
         appended, stop_appending = self._append(project, schema)
         before = self.snapshot_rows(con)
-        os.environ["ATOMIC_TEST_RACE"] = self.attach(project)
+        if self.race_inserts:
+            os.environ["ATOMIC_TEST_RACE"] = self.attach(project)
         try:
             _, out = run_dbt_and_capture(["build", "--vars", "{round: 2, factor: 3}"],
                                          expect_pass=None)
         finally:
-            del os.environ["ATOMIC_TEST_RACE"]
+            os.environ.pop("ATOMIC_TEST_RACE", None)
             stop_appending()
         assert "Atomic publish: published snapshot" in out, out[-5000:]
         after = self.snapshot_rows(con)
@@ -316,7 +323,9 @@ class AtomicPublish:
         assert len(ours) == 1, after[len(before):]
         base = json.loads(ours[0][1])["base_snapshot"]
         assert any(base < s < ours[0][0] for s in appended), "no append during the build"
-        expected["orders_inc"] = sorted([*expected["orders_inc"], (99, "zed", 7)], key=repr)
+        if self.race_inserts:
+            expected["orders_inc"] = sorted([*expected["orders_inc"], (99, "zed", 7)],
+                                            key=repr)
         assert self.contents(con, schema) == expected
         count = con.execute(f'SELECT count(*) FROM lake."{schema}".events').fetchone()[0]
         assert count == 5 + len(appended)
@@ -521,7 +530,7 @@ def _stopper(stop: threading.Event, thread: threading.Thread) -> Any:
 
 
 class TestAtomicPublishSqlite(AtomicPublish):
-    pass
+    race_inserts = False
 
 
 @pytest.mark.postgres
