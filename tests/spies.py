@@ -33,6 +33,8 @@ def scanned_rows(df: Any) -> list[int]:
         node = nodes.pop()
         if node.nodeName().startswith("BatchScan ducklake"):
             out.append(int(node.metrics().apply("numOutputRows").value()))
+        if node.nodeName() == "AdaptiveSparkPlan":  # a leaf that holds the plan it ran
+            nodes.append(node.executedPlan())
         children = node.children().iterator()
         while children.hasNext():
             nodes.append(children.next())
