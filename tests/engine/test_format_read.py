@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from oracle import assert_same, spark_rows
 from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
+from spies import scanned_rows
 
 from dbt.adapters.ducklake.spark.datasource import LakeFilteringReader, ReadOptions
 from dbt.adapters.ducklake.spark.datasource.reader import FilesPartition, InlinedPartition
@@ -85,6 +86,10 @@ def test_pushed_filters_skip_files(spark, lake, lake_target):  # noqa: ANN001
     assert planned(GreaterThanOrEqual(("id",), 150), LessThan(("ID",), 180)) == (1, 1)
     df = reader(spark, lake_target, "main.sk").load("main.sk").where("id >= 250")
     assert sorted(r[0] for r in df.collect()) == [*range(250, 400), 5000]
+    # through Spark too: its pushdown worker plans the read, and the scan reads the two files
+    # kept and the inlined row, not the 401 rows
+    assert scanned_rows(df) == [201]
+    assert scanned_rows(reader(spark, lake_target, "main.sk").load("main.sk")) == [401]
 
 
 def test_bad_read_input_is_a_clear_error(spark, lake, lake_target):  # noqa: ANN001

@@ -8,24 +8,33 @@ compares every table of both lakes through DuckDB. The local build is the refere
 runs in this process, on the tests' SparkSession (no JVM of its own to start, and one that
 earlier tests have warmed up), while the cluster build runs. It skips, saying why, only when the
 cluster does not come up on this machine.
+
+A second application on the same cluster (``cluster_formats.py``, one driver process) uses
+``format("ducklake")``: batch writes, reads with time travel and pushed filters, and a stream
+with a replayed batch. The workers run with umasks of their own, so each Parquet file's mode
+says whether an executor or the driver created it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyspark
 import pytest
 from conftest import SPARK_TEST_CONF, duckdb_connect
-from oracle import duck_rows
+from oracle import duck_rows, rows
 from reliability.support import REPO, child_env
+from stream_support import feed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,6 +42,21 @@ SPARK_CLASS = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-clas
 PROJECT = Path(REPO) / "integration_project"
 # dbt snapshot times and change-feed snapshot ids: set by when a build ran, not by its data
 VOLATILE = {"dbt_valid_from", "dbt_valid_to", "dbt_updated_at", "dbt_scd_id", "snapshot_id"}
+
+
+# Each worker, and so its executors and their Python workers, creates files with a umask of
+# its own, and a driver with DRIVER_UMASK: a file's mode tells which of them wrote it.
+WORKER_UMASKS = (0o027, 0o077)
+DRIVER_UMASK = 0o022
+
+
+def writer_of(path: Path) -> str:
+    """Who created the file at ``path`` (``worker1``, ``worker2``, ``driver``), from its mode:
+    pyarrow, like every writer here, creates files with mode 0666 less the umask."""
+    modes = {0o666 & ~umask: f"worker{i}" for i, umask in enumerate(WORKER_UMASKS, 1)}
+    modes[0o666 & ~DRIVER_UMASK] = "driver"
+    mode = stat.S_IMODE(path.stat().st_mode)
+    return modes.get(mode, f"unknown (mode {oct(mode)})")
 
 
 def free_port() -> int:
@@ -64,10 +88,11 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, Path]]:  # noqa: ANN001
     procs: list[subprocess.Popen] = []
     master_log = base / "master.log"
 
-    def start(log: Path, *args: str) -> None:
+    def start(log: Path, *args: str, umask: int = -1) -> None:
         handle = open(log, "w")  # noqa: SIM115 - kept open while the process runs
         procs.append(subprocess.Popen([SPARK_CLASS, *args], env=env, stdout=handle,
-                                      stderr=subprocess.STDOUT, start_new_session=True))
+                                      stderr=subprocess.STDOUT, start_new_session=True,
+                                      umask=umask))
 
     try:
         start(master_log, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -75,10 +100,10 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, Path]]:  # noqa: ANN001
         if not wait_in_log(master_log, "I have been elected leader", 1, 120):
             pytest.skip("the Spark standalone master did not start on this machine: "
                         + master_log.read_text(errors="replace")[-1500:])
-        for i in (1, 2):
+        for i, umask in enumerate(WORKER_UMASKS, 1):
             start(base / f"worker{i}.log", "org.apache.spark.deploy.worker.Worker",
                   "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                  "--webui-port", str(free_port()), url)
+                  "--webui-port", str(free_port()), url, umask=umask)
         if not wait_in_log(master_log, "Registering worker", 2, 120):
             pytest.skip("the Spark standalone workers did not register on this machine: "
                         + master_log.read_text(errors="replace")[-1500:])
@@ -139,9 +164,9 @@ def build_here(project: Path) -> None:
     assert result.success, f"local dbt build failed: {result.exception}\n" + "\n".join(failures)
 
 
-def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  # noqa: ANN001
-                                                               tmp_path):
-    conf = {
+def cluster_conf() -> dict[str, str]:
+    """A cluster application's settings: two executors of one core, and the tests' JVM."""
+    return {
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
         "spark.executor.memory": "512m",
@@ -158,8 +183,12 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  
             "spark.sql.adaptive.enabled")},
         "spark.executor.extraJavaOptions": SPARK_TEST_CONF["spark.driver.extraJavaOptions"],
     }
+
+
+def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  # noqa: ANN001
+                                                               tmp_path):
     url, work = cluster
-    cluster_project, on_cluster = project_for(tmp_path, "cluster", url, conf)
+    cluster_project, on_cluster = project_for(tmp_path, "cluster", url, cluster_conf())
     # the reference: the tests' SparkSession is local[2] with SPARK_TEST_CONF, as the profile says
     local_project, local = project_for(tmp_path, "local", "local[2]", SPARK_TEST_CONF)
     proc = start_build(cluster_project)
@@ -196,3 +225,116 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  
     files = duck.execute("SELECT count(*) FROM __ducklake_metadata_c.main.ducklake_data_file"
                          ).fetchone()[0]
     assert files > 0
+
+
+def create_events(lake: Path) -> tuple[str, int, int]:
+    """A new lake with an empty table ``main.events``, through the lake's Python API (no
+    Spark: the cluster application must not register the format itself); its catalog
+    string, the snapshot that created the table and the table's id."""
+    from dbt.adapters.ducklake.lake import Catalog, ColumnSpec, Transaction, tables
+
+    catalog = f"sqlite:///{lake}/catalog.sqlite"
+    opened = Catalog.open(catalog, f"{lake}/data/")
+    tx = Transaction(opened)
+    tables.create_table(tx, "main", "events", [ColumnSpec("id", "int64"),
+                                               ColumnSpec("label", "varchar")])
+    created = tx.commit().snapshot_id
+    table_id = opened.table("main", "events").table_id
+    opened.close()
+    return catalog, created, table_id
+
+
+def run_formats_app(url: str, args: dict[str, Any], out: Path) -> dict[str, Any]:
+    """``cluster_formats.py`` as a cluster application (its driver in a new process, as a
+    user's would be); its JSON result."""
+    with open(out, "w") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(REPO) / "tests" / "reliability" / "cluster_formats.py"),
+             json.dumps({"master": url, **args})],
+            stdout=handle, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
+        try:
+            proc.wait(timeout=900)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+    text = out.read_text(errors="replace")
+    assert proc.returncode == 0, text[-4000:]
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def test_format_ducklake_on_a_cluster_runs_its_tasks_on_the_executors(cluster, tmp_path):  # noqa: ANN001
+    """``df.write``, ``spark.read`` and ``writeStream`` with ``format("ducklake")`` in one
+    cluster application: the format registers itself on the driver (``pyspark_ducklake``), the
+    executors' Python workers run the tasks and write the Parquet files (told apart by their
+    workers' umasks), the commits on the driver write none, and DuckDB reads exactly the rows
+    each step wrote, at each snapshot."""
+    url, _ = cluster
+    lake = tmp_path / "lake"
+    catalog, created, table_id = create_events(lake)
+    src, checkpoint = tmp_path / "src", tmp_path / "checkpoint"
+    small = feed(str(src), 5, 3)  # batch 0: within the inlining limit (10 rows)
+    big = feed(str(src), 6, 40)  # batch 1: 20 rows in each of two tasks, a file each
+    conf = {
+        **cluster_conf(),
+        # the first job waits for both executors, so that each writes one of its two files
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
+        # what register() sets: reads skip the files that Spark's pushed filters rule out
+        "spark.sql.python.filterPushdown.enabled": "true",
+    }
+    got = run_formats_app(url, {"conf": conf, "catalog": catalog, "table": "main.events",
+                                "src": str(src), "checkpoint": str(checkpoint),
+                                "umask": DRIVER_UMASK}, tmp_path / "app.out")
+
+    duck = duckdb_connect()
+    duck.execute(f"ATTACH 'ducklake:sqlite:{lake}/catalog.sqlite' AS lake "
+                 f"(DATA_PATH '{lake}/data/')")
+    meta = "__ducklake_metadata_lake.main"
+    appended, overwritten = got["appended"], got["overwritten"]
+    batch0, batch1 = overwritten + 1, overwritten + 2
+    # one snapshot per step; the replay of batch 1 committed nothing
+    assert got["stream"] == [0, 1] and got["replay"] == [1], got
+    changes = duck.execute(
+        f"SELECT snapshot_id, changes_made, commit_extra_info FROM {meta}."
+        f"ducklake_snapshot_changes WHERE snapshot_id > {created} ORDER BY snapshot_id"
+    ).fetchall()
+    assert [(c[0], c[1]) for c in changes] == [
+        (appended, f"inserted_into_table:{table_id}"),
+        (overwritten, f"inserted_into_table:{table_id},deleted_from_table:{table_id}"),
+        (batch0, f"inlined_insert:{table_id}"),
+        (batch1, f"inserted_into_table:{table_id}")], changes
+    for (_, _, extra), batch in zip(changes[2:], (0, 1)):
+        assert json.loads(extra)["ducklake_stream"] == {
+            "batch": batch, "id": str(checkpoint), "table_id": table_id}, extra
+
+    # the rows, at the append's snapshot and at the end; the application's reads agree
+    def at(version: int, where: str = "true") -> list[tuple[Any, ...]]:
+        return duck_rows(duck, f"SELECT id, label FROM lake.main.events AT (VERSION => "
+                               f"{version}) WHERE {where}")
+
+    assert at(appended) == rows([(i, f"a{i}") for i in range(1000)])
+    assert at(batch1) == rows([(i, f"o{i}") for i in range(2000, 2600)]
+                              + [(i, f"row {i}") for i in small + big])
+    assert rows(got["at_append"]["rows"]) == at(appended, "id >= 500") == \
+        rows([(i, f"a{i}") for i in range(500, 1000)])
+    assert rows(got["latest"]["rows"]) == at(batch1, "id < 2100") == \
+        rows([(i, f"o{i}") for i in range(2000, 2100)])
+    # the pushed filters skipped files: at the append, the file of ids 0-499; at the end,
+    # the overwrite's file of 2300-2599 and the stream's files (the 3 inlined rows are read)
+    assert got["at_append"]["scanned"] == [500]
+    assert got["latest"]["scanned"] == [300 + 3]
+
+    # every Parquet file on disk is registered (the replay's files were removed), and each
+    # was created by an executor: the append's two by one executor each
+    files = duck.execute(f"SELECT begin_snapshot, path FROM {meta}.ducklake_data_file"
+                         ).fetchall()
+    on_disk = {p.name: p for p in (lake / "data").rglob("*.parquet")}
+    assert sorted(on_disk) == sorted(os.path.basename(path) for _, path in files)
+    writers: dict[int, list[str]] = {}
+    for snapshot, path in files:
+        writers.setdefault(snapshot, []).append(writer_of(on_disk[os.path.basename(path)]))
+    assert sorted(writers) == [appended, overwritten, batch1], writers
+    assert sorted(writers[appended]) == ["worker1", "worker2"], writers
+    assert all(len(w) == 2 and set(w) <= {"worker1", "worker2"}
+               for w in writers.values()), writers

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -51,6 +52,8 @@ from .options import LakeOptions, ReadOptions
 # files are grouped into tasks of about this many bytes (at most _TASK_FILES files)
 TASK_BYTES = 128 * 1024 * 1024
 _TASK_FILES = 64
+# PySpark's worker that plans a read whose filters Spark pushes (pushdown enabled)
+PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
 # pushed filters on these Python value types are judged against file statistics
 _JUDGED_VALUES = (bool, int, float, Decimal, str, dt.date)
 
@@ -163,15 +166,21 @@ class LakeFilteringReader(LakeBatchReader):
 def pushdown_enabled() -> bool:
     """Whether the planning worker runs with Python filter pushdown enabled.
 
-    Spark hands the setting to the worker that calls ``DataSource.reader`` but not to the
-    data source itself; the worker holds it in a local of its ``_main``
-    (pyspark/sql/worker/plan_data_source_read.py, PySpark 4.1-4.3). Anything else found there
-    (another PySpark) reads as disabled: the read then works without skipping files.
+    Spark does not hand the setting to the data source; which worker calls
+    ``DataSource.reader`` tells it (PySpark 4.1-4.3). With pushdown enabled and filters to
+    push, the JVM plans the read in :data:`PUSHDOWN_WORKER` (it runs only then, and calls
+    ``pushFilters`` on the reader it gets); otherwise in ``plan_data_source_read.py``, whose
+    ``_main`` holds the setting in its local ``enable_pushdown`` (true there when the query
+    had no filter to push). Anything else found (another PySpark) reads as disabled: the read
+    then works without skipping files.
     """
     frame = inspect.currentframe()
     while frame is not None:
-        if frame.f_code.co_name == "_main" and "enable_pushdown" in frame.f_locals:
-            return frame.f_locals["enable_pushdown"] is True
+        if frame.f_code.co_name == "_main":
+            if "enable_pushdown" in frame.f_locals:
+                return frame.f_locals["enable_pushdown"] is True
+            if os.path.basename(frame.f_code.co_filename) == PUSHDOWN_WORKER:
+                return True
         frame = frame.f_back
     return False
 
