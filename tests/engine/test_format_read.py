@@ -117,30 +117,3 @@ def test_write_errorifexists_is_refused_by_spark(spark, lake, lake_target):  # n
     with pytest.raises(Exception, match="cannot be written in the \"Ignore\" mode"):
         writer.mode("ignore").save("main.e")
     assert lake.snapshots() == before
-
-
-def test_format_registers_itself_in_a_new_session(lake, lake_target, tmp_path):  # noqa: ANN001
-    """A session that never calls register() (nor SparkLake.open) knows the format: Spark
-    registers pyspark_ducklake's DefaultSource; the read's task runs in an executor's Python
-    worker, so the package is importable there too."""
-    import subprocess
-    import sys
-
-    from reliability.support import child_env
-
-    if lake_target.backend != "sqlite":
-        pytest.skip("SQLite runs this case: registering the format does not depend on the "
-                    "catalog, and each case starts a JVM of its own")
-    lake.create_table("main.reg", lake.spark.range(0, 3).selectExpr("id"))
-    script = (
-        "import json, sys\n"
-        "from pyspark.sql import SparkSession\n"
-        "spark = SparkSession.builder.master('local[1]').getOrCreate()\n"
-        "r = spark.read.format('ducklake').option('catalog', sys.argv[1])\n"
-        "if sys.argv[2]: r = r.option('metadata_schema', sys.argv[2])\n"
-        "print(json.dumps(sorted(x[0] for x in r.load('main.reg').collect())))\n")
-    done = subprocess.run([sys.executable, "-c", script, lake_target.catalog,
-                           lake_target.metadata_schema or ""], env=child_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "[0, 1, 2]"

@@ -2,7 +2,10 @@
 ``format("ducklake")`` until the source is drained (``availableNow``).
 
 Run as ``python stream_writer.py '<json>'`` (the lake, ``src`` and ``checkpoint``); prints
-one JSON line when done. The tests kill it at a phase of a batch's commit
+one JSON line when done. It never calls ``register`` nor ``SparkLake.open``: a new session
+knows the format because PySpark registers ``pyspark_ducklake``'s ``DefaultSource`` itself, and
+the batches' tasks import the package in the executors' Python workers (each writer run here
+proves both). The tests kill it at a phase of a batch's commit
 (``DUCKLAKE_FAULT_PAUSE_AT``) and run it again from its checkpoint.
 """
 
@@ -13,13 +16,10 @@ import sys
 
 from writer import session
 
-from dbt.adapters.ducklake.spark.datasource import register
-
 
 def main() -> None:
     args = json.loads(sys.argv[1])
     spark = session("local[2]")
-    register(spark)
     writer = (spark.readStream.schema("id long, label string").option("maxFilesPerTrigger", 1)
               .parquet(args["src"]).writeStream.format("ducklake")
               .option("catalog", args["catalog"]).option("table", "main.t")

@@ -51,3 +51,15 @@ def test_one_snapshot_pin_at_a_time() -> None:
 def test_read_paths_take_one_directory_or_a_list() -> None:
     assert make(read_paths="/srv/exports").read_paths == ["/srv/exports"]
     assert make(read_paths=["a/", "/b"]).read_paths == ["a/", "/b"]
+
+
+def test_spark_console_sends_the_jvm_output_to_the_console(monkeypatch) -> None:  # noqa: ANN001
+    """``spark_console: true`` leaves the starting JVM's output on the console; by default it
+    goes to dbt's log file (the functional test ``TestSparkOutputGoesToTheLogFile`` checks a
+    real start), and a session joined, not started, is left alone."""
+    from dbt.adapters.ducklake import runtime
+
+    monkeypatch.setattr(runtime, "_dbt_log_file", lambda: "/project/logs/dbt.log")
+    assert runtime.jvm_output_file(make(), joining=False) == "/project/logs/dbt.log"
+    assert runtime.jvm_output_file(make(spark_console=True), joining=False) is None
+    assert runtime.jvm_output_file(make(), joining=True) is None

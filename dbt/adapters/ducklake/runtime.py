@@ -193,12 +193,21 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
         conf = jvm_archive.for_driver(conf)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    log_file = None if credentials.spark_console or active else _dbt_log_file()
-    with _stderr_to(log_file):
+    with _stderr_to(jvm_output_file(credentials, joining=active is not None)):
         session = builder.getOrCreate()
     # Task failures reach the user as the statement's error; the JVM's own log is noise.
     session.sparkContext.setLogLevel("FATAL")
     return session
+
+
+def jvm_output_file(credentials: DuckLakeCredentials, joining: bool) -> str | None:
+    """Where a starting JVM's own output goes: dbt's log file, so the console holds dbt's lines
+    only; ``None`` (the console, Spark's default) when the profile says ``spark_console: true``
+    or when the adapter joins a session already running (no JVM starts, and its output is
+    its owner's business)."""
+    if credentials.spark_console or joining:
+        return None
+    return _dbt_log_file()
 
 
 def _dbt_log_file() -> str | None:
