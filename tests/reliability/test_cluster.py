@@ -1,18 +1,19 @@
-"""Scale-out: ``integration_project`` on a Spark standalone cluster gives what a local run gives.
+"""Scale-out: ``integration_project`` and ``format("ducklake")`` on a Spark standalone cluster.
 
-The test starts a master and two workers on loopback from the Spark that pyspark ships
-(``bin/spark-class``), builds the project once with ``master: spark://127.0.0.1:<port>`` (a
-``dbt build`` in a new process: the driver of a cluster application) and once on ``local[2]``,
-each on its own lake under a data path that driver and executors share (the local disk), and
-compares every table of both lakes through DuckDB. The local build is the reference only: it
-runs in this process, on the tests' SparkSession (no JVM of its own to start, and one that
-earlier tests have warmed up), while the cluster build runs. It skips, saying why, only when the
-cluster does not come up on this machine.
+The module starts a master and two workers on loopback from the Spark that pyspark ships
+(``bin/spark-class``) and runs one cluster application on them (``cluster_app.py``, its driver
+in a new process): each application starts a driver JVM and an executor JVM per worker, so
+both tests share it (issue 37: CI time). The application first builds the project with
+``master: spark://127.0.0.1:<port>`` (``dbt build`` in-process: the adapter creates the
+cluster session from the profile), and then, on that session, uses ``format("ducklake")``:
+batch writes, reads with time travel and pushed filters, and a stream with a replayed batch.
 
-A second application on the same cluster (``cluster_formats.py``, one driver process) uses
-``format("ducklake")``: batch writes, reads with time travel and pushed filters, and a stream
-with a replayed batch. The workers run with umasks of their own, so each Parquet file's mode
-says whether an executor or the driver created it.
+Meanwhile this process builds the project on ``local[2]``, on the tests' SparkSession; the
+first test compares every table of both lakes through DuckDB (each build has its own lake
+under a data path that driver and executors share: the local disk). The workers run with
+umasks of their own, so each Parquet file's mode says whether an executor or the driver
+created it. The module skips, saying why, only when the cluster does not come up on this
+machine.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -143,29 +145,24 @@ def project_for(tmp: Path, name: str, master: str, conf: dict[str, str]) -> tupl
     return project, lake
 
 
-def start_build(project: Path) -> subprocess.Popen:
-    """``dbt build`` in a new process group (its output in ``build.out`` of the project)."""
-    with open(project / "build.out", "w") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "dbt.cli.main", "build", "--project-dir", str(project),
-             "--profiles-dir", str(project)],
-            stdout=out, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
-
-
-def build_here(project: Path) -> None:
-    """``dbt build`` in this process: the adapter joins this process's SparkSession."""
+def build_here(project: Path) -> str | None:
+    """``dbt build`` in this process (the adapter joins this process's SparkSession); None
+    when it succeeded, else why not and the nodes that did not pass."""
     from dbt.cli.main import dbtRunner
 
     result = dbtRunner().invoke(
         ["build", "--project-dir", str(project), "--profiles-dir", str(project)])
+    if result.success:
+        return None
     failures = [f"{r.node.unique_id}: {r.status} {r.message}"
                 for r in getattr(result.result, "results", None) or []
                 if str(r.status) not in ("success", "pass")]
-    assert result.success, f"local dbt build failed: {result.exception}\n" + "\n".join(failures)
+    return f"local dbt build failed: {result.exception}\n" + "\n".join(failures)
 
 
 def cluster_conf() -> dict[str, str]:
-    """A cluster application's settings: two executors of one core, and the tests' JVM."""
+    """The cluster application's settings (its profile's ``spark_conf``): two executors of
+    one core, and the tests' JVM."""
     return {
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
@@ -182,24 +179,102 @@ def cluster_conf() -> dict[str, str]:
             "spark.driver.memory", "spark.default.parallelism", "spark.sql.shuffle.partitions",
             "spark.sql.adaptive.enabled")},
         "spark.executor.extraJavaOptions": SPARK_TEST_CONF["spark.driver.extraJavaOptions"],
+        # the first job waits for both executors, so that the format steps' first write puts
+        # one of its two files on each
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
+        # what register() sets (the adapter calls it): reads skip the files that Spark's
+        # pushed filters rule out
+        "spark.sql.python.filterPushdown.enabled": "true",
     }
 
 
-def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  # noqa: ANN001
-                                                               tmp_path):
+def create_events(lake: Path) -> tuple[str, int, int]:
+    """A new lake with an empty table ``main.events``, through the lake's Python API (no
+    Spark: the format steps create no table of their own); its catalog string, the snapshot
+    that created the table and the table's id."""
+    from dbt.adapters.ducklake.lake import Catalog, ColumnSpec, Transaction, tables
+
+    catalog = f"sqlite:///{lake}/catalog.sqlite"
+    opened = Catalog.open(catalog, f"{lake}/data/")
+    tx = Transaction(opened)
+    tables.create_table(tx, "main", "events", [ColumnSpec("id", "int64"),
+                                               ColumnSpec("label", "varchar")])
+    created = tx.commit().snapshot_id
+    table_id = opened.table("main", "events").table_id
+    opened.close()
+    return catalog, created, table_id
+
+
+@dataclass
+class Application:
+    """What the module's cluster application and, beside it, the local reference build left."""
+
+    url: str  # the cluster's master
+    work: Path  # the workers' directory: one subdirectory per application and executor
+    result: dict[str, Any]  # cluster_app.py's result
+    output: str  # its console output (dbt's lines, Spark's errors)
+    on_cluster: Path  # the lake the cluster build built
+    local: Path  # the lake the local build built
+    local_error: str | None  # why the local build failed
+    lake: Path  # the format steps' lake
+    created: int  # the snapshot that created its table
+    table_id: int
+    checkpoint: Path  # the stream's
+    fed: list[int]  # the ids of the stream's source files, in order
+
+
+@pytest.fixture(scope="module")
+def application(cluster, spark, tmp_path_factory) -> Application:  # noqa: ANN001
+    """One cluster application for both tests (``cluster_app.py``, its driver in a new
+    process, as a user's ``dbt build`` would be): a second would start three more JVMs. It
+    builds the project and then runs the format steps; meanwhile this process builds the
+    reference on ``local[2]``, on the tests' SparkSession (no JVM of its own to start, and one
+    that earlier tests have warmed up)."""
     url, work = cluster
-    cluster_project, on_cluster = project_for(tmp_path, "cluster", url, cluster_conf())
+    tmp = tmp_path_factory.mktemp("application")
+    cluster_project, on_cluster = project_for(tmp, "cluster", url, cluster_conf())
     # the reference: the tests' SparkSession is local[2] with SPARK_TEST_CONF, as the profile says
-    local_project, local = project_for(tmp_path, "local", "local[2]", SPARK_TEST_CONF)
-    proc = start_build(cluster_project)
+    local_project, local = project_for(tmp, "local", "local[2]", SPARK_TEST_CONF)
+    lake = tmp / "lake"
+    catalog, created, table_id = create_events(lake)
+    src, checkpoint = tmp / "src", tmp / "checkpoint"
+    small = feed(str(src), 5, 3)  # batch 0: within the inlining limit (10 rows)
+    big = feed(str(src), 6, 40)  # batch 1: 20 rows in each of two tasks, a file each
+    result = tmp / "result.json"
+    args = {"project": str(cluster_project), "result": str(result), "umask": DRIVER_UMASK,
+            "catalog": catalog, "table": "main.events", "src": str(src),
+            "checkpoint": str(checkpoint)}
+    out = tmp / "app.out"
+    with open(out, "w") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(REPO) / "tests" / "reliability" / "cluster_app.py"),
+             json.dumps(args)],
+            stdout=handle, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
     try:
-        build_here(local_project)
+        local_error = build_here(local_project)
         proc.wait(timeout=1500)
     finally:
-        if proc.poll() is None:  # the local build failed or timed out: stop the cluster build
+        if proc.poll() is None:  # the local build raised, or the application timed out
             os.killpg(proc.pid, 9)
             proc.wait()
-    assert proc.returncode == 0, (cluster_project / "build.out").read_text()[-4000:]
+    output = out.read_text(errors="replace")
+    assert proc.returncode == 0 and result.exists(), output[-4000:]
+    return Application(url, work, json.loads(result.read_text()), output, on_cluster, local,
+                       local_error, lake, created, table_id, checkpoint, small + big)
+
+
+def test_integration_project_on_a_cluster_equals_the_local_run(application):  # noqa: ANN001
+    """``dbt build`` of the project in the cluster application (the adapter creates the
+    cluster session from the profile, as the ``dbt`` command would) gives, table by table,
+    what the local build gives."""
+    app = application
+    build = app.result["build"]
+    assert build["success"], (f"cluster dbt build failed: {build['exception']}\n"
+                              + "\n".join(build["failures"]) + "\n" + app.output[-4000:])
+    assert app.result["master"] == app.url
+    assert app.local_error is None, app.local_error
+    work, on_cluster, local = app.work, app.on_cluster, app.local
     executors = [p for p in work.glob("app-*/*") if p.is_dir()]
     assert len(executors) >= 2, f"the build did not run executors on both workers: {executors}"
     duck = duckdb_connect()
@@ -227,66 +302,19 @@ def test_integration_project_on_a_cluster_equals_the_local_run(cluster, spark,  
     assert files > 0
 
 
-def create_events(lake: Path) -> tuple[str, int, int]:
-    """A new lake with an empty table ``main.events``, through the lake's Python API (no
-    Spark: the cluster application must not register the format itself); its catalog
-    string, the snapshot that created the table and the table's id."""
-    from dbt.adapters.ducklake.lake import Catalog, ColumnSpec, Transaction, tables
-
-    catalog = f"sqlite:///{lake}/catalog.sqlite"
-    opened = Catalog.open(catalog, f"{lake}/data/")
-    tx = Transaction(opened)
-    tables.create_table(tx, "main", "events", [ColumnSpec("id", "int64"),
-                                               ColumnSpec("label", "varchar")])
-    created = tx.commit().snapshot_id
-    table_id = opened.table("main", "events").table_id
-    opened.close()
-    return catalog, created, table_id
-
-
-def run_formats_app(url: str, args: dict[str, Any], out: Path) -> dict[str, Any]:
-    """``cluster_formats.py`` as a cluster application (its driver in a new process, as a
-    user's would be); its JSON result."""
-    with open(out, "w") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, str(Path(REPO) / "tests" / "reliability" / "cluster_formats.py"),
-             json.dumps({"master": url, **args})],
-            stdout=handle, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
-        try:
-            proc.wait(timeout=900)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-                proc.wait()
-    text = out.read_text(errors="replace")
-    assert proc.returncode == 0, text[-4000:]
-    return json.loads(text.strip().splitlines()[-1])
-
-
-def test_format_ducklake_on_a_cluster_runs_its_tasks_on_the_executors(cluster, tmp_path):  # noqa: ANN001
-    """``df.write``, ``spark.read`` and ``writeStream`` with ``format("ducklake")`` in one
-    cluster application: the format registers itself on the driver (``pyspark_ducklake``), the
-    executors' Python workers run the tasks and write the Parquet files (told apart by their
-    workers' umasks), the commits on the driver write none, and DuckDB reads exactly the rows
-    each step wrote, at each snapshot."""
-    url, _ = cluster
-    lake = tmp_path / "lake"
-    catalog, created, table_id = create_events(lake)
-    src, checkpoint = tmp_path / "src", tmp_path / "checkpoint"
-    small = feed(str(src), 5, 3)  # batch 0: within the inlining limit (10 rows)
-    big = feed(str(src), 6, 40)  # batch 1: 20 rows in each of two tasks, a file each
-    conf = {
-        **cluster_conf(),
-        # the first job waits for both executors, so that each writes one of its two files
-        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-        "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
-        # what register() sets: reads skip the files that Spark's pushed filters rule out
-        "spark.sql.python.filterPushdown.enabled": "true",
-    }
-    got = run_formats_app(url, {"conf": conf, "catalog": catalog, "table": "main.events",
-                                "src": str(src), "checkpoint": str(checkpoint),
-                                "umask": DRIVER_UMASK}, tmp_path / "app.out")
-
+def test_format_ducklake_on_a_cluster_runs_its_tasks_on_the_executors(application):  # noqa: ANN001
+    """``df.write``, ``spark.read`` and ``writeStream`` with ``format("ducklake")`` on the
+    cluster session the build left: the executors' Python workers run the tasks and write
+    the Parquet files (told apart by their workers' umasks), the commits on the driver write
+    none, and DuckDB reads exactly the rows each step wrote, at each snapshot. (The adapter
+    registered the format on that session; that the format registers itself without
+    ``register`` is shown by ``tests/engine/test_format_read.py``'s
+    ``test_format_registers_itself_in_a_new_session``.)"""
+    app = application
+    assert "formats_error" not in app.result, app.result["formats_error"]
+    assert app.result["master"] == app.url
+    got = app.result["formats"]
+    lake, created, table_id, checkpoint = app.lake, app.created, app.table_id, app.checkpoint
     duck = duckdb_connect()
     duck.execute(f"ATTACH 'ducklake:sqlite:{lake}/catalog.sqlite' AS lake "
                  f"(DATA_PATH '{lake}/data/')")
@@ -315,7 +343,7 @@ def test_format_ducklake_on_a_cluster_runs_its_tasks_on_the_executors(cluster, t
 
     assert at(appended) == rows([(i, f"a{i}") for i in range(1000)])
     assert at(batch1) == rows([(i, f"o{i}") for i in range(2000, 2600)]
-                              + [(i, f"row {i}") for i in small + big])
+                              + [(i, f"row {i}") for i in app.fed])
     assert rows(got["at_append"]["rows"]) == at(appended, "id >= 500") == \
         rows([(i, f"a{i}") for i in range(500, 1000)])
     assert rows(got["latest"]["rows"]) == at(batch1, "id < 2100") == \
