@@ -16,8 +16,8 @@ steps ``catalog``, ``table``, ``src``, ``checkpoint``):
    snapshot and a read of the latest one (each with a filter Spark pushes), then a stream of
    two micro-batches from the files in ``src`` and its replay of the last batch. The adapter
    has registered the format on this session (``SparkLake`` calls ``register``), so that the
-   format registers itself without the call is shown in a session of its own by
-   ``tests/engine/test_format_read.py::test_format_registers_itself_in_a_new_session``. The
+   format registers itself without the call is shown in sessions of their own by the writer
+   processes of ``tests/reliability/test_stream_faults.py`` (``stream_writer.py``). The
    lake's Python API is used only to learn the snapshot ids between the steps.
 
 The result holds the build's status, the session's master, and the format steps' snapshot

@@ -308,8 +308,8 @@ def test_format_ducklake_on_a_cluster_runs_its_tasks_on_the_executors(applicatio
     the Parquet files (told apart by their workers' umasks), the commits on the driver write
     none, and DuckDB reads exactly the rows each step wrote, at each snapshot. (The adapter
     registered the format on that session; that the format registers itself without
-    ``register`` is shown by ``tests/engine/test_format_read.py``'s
-    ``test_format_registers_itself_in_a_new_session``.)"""
+    ``register`` is shown by every writer process of
+    ``tests/reliability/test_stream_faults.py``, which never calls it.)"""
     app = application
     assert "formats_error" not in app.result, app.result["formats_error"]
     assert app.result["master"] == app.url
