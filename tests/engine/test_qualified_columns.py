@@ -8,6 +8,9 @@ columns by the view name itself (`` `s.t`.id ``, as ``{{ this }}.id`` renders) k
 DuckDB, running the same SQL on the same lake, is the oracle. File skipping is on for every
 table here (``minTableBytes`` 0), so the narrowed views a read is pointed at keep the names
 too.
+
+The catalog plays no part in how a name resolves (that is Spark's analysis of the views the
+registry names), so the module runs on a SQLite catalog only.
 """
 
 from __future__ import annotations
@@ -16,12 +19,25 @@ import logging
 import re
 
 import pytest
+from conftest import new_lake_target
 from oracle import duck_rows, spark_rows
 
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def module_lake_target(tmp_path_factory):  # noqa: ANN001, ANN201 - LakeTarget
+    with new_lake_target("sqlite", tmp_path_factory.mktemp("lake")) as target:
+        yield target
+
+
+@pytest.fixture
+def lake_target(tmp_path):  # noqa: ANN001, ANN201 - LakeTarget
+    with new_lake_target("sqlite", tmp_path) as target:
+        yield target
 
 
 SETUP = [
