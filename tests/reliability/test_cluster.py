@@ -35,6 +35,7 @@ import pyspark
 import pytest
 from conftest import SPARK_TEST_CONF, duckdb_connect
 from oracle import duck_rows, rows
+from reliability.cluster_app import build
 from reliability.support import REPO, child_env
 from stream_support import feed
 
@@ -145,21 +146,6 @@ def project_for(tmp: Path, name: str, master: str, conf: dict[str, str]) -> tupl
     return project, lake
 
 
-def build_here(project: Path) -> str | None:
-    """``dbt build`` in this process (the adapter joins this process's SparkSession); None
-    when it succeeded, else why not and the nodes that did not pass."""
-    from dbt.cli.main import dbtRunner
-
-    result = dbtRunner().invoke(
-        ["build", "--project-dir", str(project), "--profiles-dir", str(project)])
-    if result.success:
-        return None
-    failures = [f"{r.node.unique_id}: {r.status} {r.message}"
-                for r in getattr(result.result, "results", None) or []
-                if str(r.status) not in ("success", "pass")]
-    return f"local dbt build failed: {result.exception}\n" + "\n".join(failures)
-
-
 def cluster_conf() -> dict[str, str]:
     """The cluster application's settings (its profile's ``spark_conf``): two executors of
     one core, and the tests' JVM."""
@@ -252,7 +238,9 @@ def application(cluster, spark, tmp_path_factory) -> Application:  # noqa: ANN00
              json.dumps(args)],
             stdout=handle, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
     try:
-        local_error = build_here(local_project)
+        here = build(str(local_project))  # the adapter joins this process's SparkSession
+        local_error = None if here["success"] else (
+            f"local dbt build failed: {here['exception']}\n" + "\n".join(here["failures"]))
         proc.wait(timeout=1500)
     finally:
         if proc.poll() is None:  # the local build raised, or the application timed out
