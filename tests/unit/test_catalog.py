@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 from conftest import duckdb_connect
+from sqlalchemy.exc import OperationalError
 
 from dbt.adapters.ducklake.lake import (
     Catalog,
@@ -18,7 +19,7 @@ from dbt.adapters.ducklake.lake import (
     SnapshotNotFoundError,
     Transaction,
 )
-from dbt.adapters.ducklake.lake.connect import parse_catalog
+from dbt.adapters.ducklake.lake.connect import SQLITE_BEGIN_ATTEMPTS, begin_sqlite, parse_catalog
 from dbt.adapters.ducklake.lake.models import Snapshot
 from dbt.adapters.ducklake.lake.snapshot_changes import tables_touched
 from dbt.adapters.ducklake.lake.tables import create_schema, create_table
@@ -293,3 +294,32 @@ def test_tables_touched_reads_the_change_tokens():
                     "created_schema:\"x\",some_new_token:1", "inserted_into_table:x"):
         assert tables_touched([_snap(5, changes)], 4, 5, lambda: renamed) is None, changes
     assert tables_touched([], 5, 5, lambda: renamed) == frozenset()
+
+
+class _FlakyBegin:
+    """A connection whose first ``failures`` BEGINs fail as SQLite does while DuckDB commits."""
+
+    def __init__(self, failures: int, message: str = "disk I/O error") -> None:
+        self.failures, self.message, self.statements = failures, message, []
+
+    def exec_driver_sql(self, statement: str) -> None:
+        self.statements.append(statement)
+        if len(self.statements) <= self.failures:
+            raise OperationalError(statement, {}, sqlite3.OperationalError(self.message))
+
+
+def test_a_transient_sqlite_io_error_at_begin_is_retried() -> None:
+    conn = _FlakyBegin(failures=2)
+    begin_sqlite(conn, write=True, pause=0)
+    assert conn.statements == ["BEGIN IMMEDIATE"] * 3
+
+
+def test_a_lasting_or_other_sqlite_error_at_begin_is_raised() -> None:
+    lasting = _FlakyBegin(failures=SQLITE_BEGIN_ATTEMPTS)
+    with pytest.raises(OperationalError, match="disk I/O error"):
+        begin_sqlite(lasting, write=False, pause=0)
+    assert lasting.statements == ["BEGIN"] * SQLITE_BEGIN_ATTEMPTS
+    other = _FlakyBegin(failures=1, message="attempt to write a readonly database")
+    with pytest.raises(OperationalError, match="readonly"):
+        begin_sqlite(other, write=True, pause=0)
+    assert other.statements == ["BEGIN IMMEDIATE"]

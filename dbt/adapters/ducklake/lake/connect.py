@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ ACCEPTED_FORMS = (
 
 WRITE_OPTION = "ducklake_write"
 """Execution option marking a connection whose transaction takes SQLite's write lock up front."""
+
+SQLITE_BEGIN_ATTEMPTS = 8
+"""How often a SQLite ``BEGIN`` that failed with a transient I/O error is tried (see
+:func:`begin_sqlite`)."""
 
 
 @dataclass(frozen=True)
@@ -190,8 +195,7 @@ def make_engine(target: CatalogTarget) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(conn: Any) -> None:
-            write = conn.get_execution_options().get(WRITE_OPTION, False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+            begin_sqlite(conn, write=conn.get_execution_options().get(WRITE_OPTION, False))
 
         return engine
     return create_engine(
@@ -201,6 +205,26 @@ def make_engine(target: CatalogTarget) -> Engine:
         pool_size=2,
         max_overflow=8,
     )
+
+
+def begin_sqlite(conn: Any, *, write: bool, pause: float = 0.05) -> None:
+    """Open a SQLite transaction, taking the write lock up front when ``write``.
+
+    A lock held by another writer is waited for by SQLite's busy timeout, but while a DuckDB
+    process writes the same catalog file, ``BEGIN IMMEDIATE`` can also fail with
+    ``disk I/O error`` (SQLITE_IOERR, seen as DuckDB committed to the catalog). Nothing has
+    happened yet at ``BEGIN``, so it is tried again a few times, like a busy lock; any other
+    error, and an I/O error that persists, is raised.
+    """
+    statement = "BEGIN IMMEDIATE" if write else "BEGIN"
+    for attempt in range(SQLITE_BEGIN_ATTEMPTS):
+        try:
+            conn.exec_driver_sql(statement)
+            return
+        except OperationalError as exc:
+            if "disk i/o error" not in str(exc).lower() or attempt + 1 == SQLITE_BEGIN_ATTEMPTS:
+                raise
+            time.sleep(pause * (attempt + 1))
 
 
 class CatalogDatabase:
