@@ -265,25 +265,37 @@ JVM_LINES = ("Using incubator modules", "Setting default log level", "NativeCode
 
 
 class TestSparkOutputGoesToTheLogFile:
-    """The console is dbt's own: the JVM's start-up lines go to ``logs/dbt.log``. One real
-    start (a JVM of its own, the costly part); that ``spark_console: true`` leaves the output
-    on the console is the unit test ``test_spark_console_sends_the_jvm_output_to_the_console``."""
+    """A ``dbt`` run as a user starts it, in a process of its own: the console is dbt's own
+    (the JVM's start-up lines go to ``logs/dbt.log``), and Python workers run dbt's
+    interpreter, not the ``python3`` on PATH (a virtual environment's ``dbt`` run without
+    activating it): here that ``python3`` is one that fails, and a bucket-partitioned model
+    needs a Python worker. One real start (a JVM of its own, the costly part); that
+    ``spark_console: true`` leaves the output on the console is the unit test
+    ``test_spark_console_sends_the_jvm_output_to_the_console``."""
 
     @pytest.fixture(scope="class")
     def models(self):  # noqa: ANN201
-        return {"m.sql": "{{ config(materialized='table') }} select 1 as id"}
+        return {"m.sql": "{{ config(materialized='table', partition_by='bucket(2, id)') }} "
+                         "select 1 as id"}
 
-    def test_jvm_output_goes_to_the_log_file(self, project):  # noqa: ANN001
+    def test_jvm_output_goes_to_the_log_file(self, project, tmp_path):  # noqa: ANN001
         import subprocess
         import sys
 
         from reliability.support import child_env
 
+        broken = tmp_path / "bin"
+        broken.mkdir()
+        (broken / "python3").write_text("#!/bin/sh\necho 'not this python' >&2\nexit 3\n")
+        (broken / "python3").chmod(0o755)
+        env = child_env()
+        del env["PYSPARK_PYTHON"]
+        env["PATH"] = f"{broken}{os.pathsep}{env['PATH']}"
         proc = subprocess.run(
             [sys.executable, "-m", "dbt.cli.main", "run", "--project-dir",
              project.project_root, "--profiles-dir", project.profiles_dir, "--log-path",
              os.path.join(project.project_root, "logs")],
-            capture_output=True, text=True, env=child_env(), timeout=600)
+            capture_output=True, text=True, env=env, timeout=600)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         out = proc.stdout + proc.stderr
         assert not [line for line in JVM_LINES if line in out], out

@@ -4,6 +4,7 @@ background once when missing, and never a reason for a start to fail."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import pytest
@@ -71,3 +72,18 @@ def test_an_old_marker_is_retried(monkeypatch, tmp_path, age: int) -> None:  # n
     jvm_archive.build_in_background(path)
     assert marker.exists()
     assert (os.path.getmtime(marker) > stamp + 1) == (age > 0)
+
+
+
+def test_python_workers_run_this_interpreter_unless_the_user_chose(monkeypatch) -> None:  # noqa: ANN001
+    """The archive's workload (bucket partitioning) and the adapter's local sessions run
+    Python workers: with ``python3`` from PATH (a venv's ``dbt`` run without activating it)
+    they had no pyarrow, and no archive was ever built."""
+    from dbt.adapters.ducklake.runtime import use_this_python_for_workers
+
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    use_this_python_for_workers()
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/mine/python")
+    use_this_python_for_workers()
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/mine/python"

@@ -169,6 +169,18 @@ def check_data_path(data_path: str) -> None:
             "permissions or point data_path in the profile elsewhere") from exc
 
 
+
+def use_this_python_for_workers() -> None:
+    """Make a local session's Python workers (bucket partition keys, ``format("ducklake")``,
+    Python models' UDFs) run this interpreter, which has pyarrow and numpy.
+
+    pyspark takes the workers' interpreter from ``PYSPARK_PYTHON`` when the SparkContext
+    starts, else ``python3`` on PATH: for a virtual environment's ``dbt`` run without
+    activating it, that is an interpreter without pyarrow (Spark's ``spark.pyspark.python``
+    setting does not reach them). A ``PYSPARK_PYTHON`` the user set is kept.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
 def spark_session(credentials: DuckLakeCredentials) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     check_java()
@@ -183,9 +195,7 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
                .config("spark.sql.parquet.fieldId.write.enabled", "true")
                .config("spark.sql.parquet.fieldId.read.enabled", "true"))
     if credentials.master.startswith("local"):
-        # Python UDFs (bucket partition keys) run in worker processes; locally they must use
-        # this interpreter, which has pyarrow and numpy, not whatever `python3` is on PATH.
-        builder = builder.config("spark.pyspark.python", sys.executable)
+        use_this_python_for_workers()
     # pyspark keeps the running SparkContext only in this private attribute
     active = SparkContext._active_spark_context  # noqa: SLF001
     conf = {key: str(value) for key, value in (credentials.spark_conf or {}).items()}
