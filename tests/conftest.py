@@ -75,12 +75,38 @@ SPARK_TEST_CONF["spark.driver.extraJavaOptions"] += jvm_archive.java_options(
 
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _slow_modules_first(items: list[pytest.Item]) -> None:
     """Modules with a slow test run first (each keeps its own order): with pytest-xdist's
     ``--dist loadscope`` the long modules then start at once on separate workers instead of
     leaving one worker busy at the end while the other is idle."""
     heavy = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in heavy)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the slow modules first (see :func:`_slow_modules_first`), and leave out the
+    PostgreSQL cases of ``sqlite_mostly`` modules (see :func:`on_postgres_too`)."""
+    _slow_modules_first(items)
+    dropped = [item for item in items if not on_postgres_too(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if on_postgres_too(item)]
+
+
+def on_postgres_too(item: pytest.Item) -> bool:
+    """Whether a test runs its PostgreSQL case.
+
+    A module marked ``sqlite_mostly`` tests what Spark does (planning a MERGE, skipping files,
+    partition values, views' SQL): the catalog only stores and returns the rows, as it does
+    for every other module, so its PostgreSQL cases repeat the SQLite ones at a JVM's cost.
+    There only the tests marked ``postgres_too`` run on PostgreSQL, the ones whose catalog
+    rows differ by backend (inlined rows in typed tables, DuckDB's own writes to a
+    PostgreSQL catalog). Every other module runs each test on both catalogs.
+    """
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("lake_target") if callspec else None
+    return backend != "postgres" or item.get_closest_marker("sqlite_mostly") is None \
+        or item.get_closest_marker("postgres_too") is not None
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from dbt.adapters.ducklake.lake import DataFileError, SchemaMismatchError, UnsupportedTypeError
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 
 
@@ -54,6 +55,7 @@ def _duck_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+@pytest.mark.postgres_too
 def test_odd_identifiers_round_trip_and_injection_is_inert(spark, lake, lake_target, duck):  # noqa: ANN001
     from oracle import duck_rows, spark_rows
     from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -93,6 +95,7 @@ def F_id_lt(n: int) -> str:  # noqa: N802 - reads as SQL
     return f"id < {n}"
 
 
+@pytest.mark.postgres_too
 @pytest.mark.postgres
 @pytest.mark.parametrize("lake_target", ["postgres"], indirect=True)
 def test_metadata_schema_name_is_quoted(spark, lake_target):  # noqa: ANN001

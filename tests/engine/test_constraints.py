@@ -13,7 +13,8 @@ from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.names import LakeName
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 NAME = LakeName("main", "t")
 OLD = [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
@@ -122,6 +123,7 @@ def test_checks_stop_when_the_constraints_are_dropped(engine, lake) -> None:  # 
     assert lake.table("main.t").read().count() == 4
 
 
+@pytest.mark.postgres_too
 def test_merge_outcome_in_spark_is_checked(engine, lake, duck, monkeypatch) -> None:  # noqa: ANN001
     """The merged result is checked when the merge's outcome stays in Spark (more changed
     rows than the driver collects) as when it is collected."""

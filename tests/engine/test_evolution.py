@@ -14,7 +14,8 @@ from dbt.adapters.ducklake.lake.sort_order import describe
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 
 @pytest.fixture
@@ -144,6 +145,7 @@ def test_view_and_table_replace_each_other_in_one_snapshot(lake, duck, engine): 
     assert lake.tables("main") == []
 
 
+@pytest.mark.postgres_too
 def test_a_failing_query_leaves_the_table(lake, duck, engine):  # noqa: ANN001
     from pyspark.errors import PySparkException
 

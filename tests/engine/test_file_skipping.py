@@ -22,7 +22,8 @@ from dbt.adapters.ducklake.spark.table_state import load_state
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 DAYS = 6
 GONE = "FILE_NOT_EXIST|is missing"  # Spark's words, or ours when a view is first registered
@@ -193,6 +194,7 @@ TYPED = [
 ]
 
 
+@pytest.mark.postgres_too
 @pytest.mark.parametrize("writer", ["duckdb", "spark", "inlined"])
 def test_answers_equal_duckdb_for_every_type(spark, engine, lake, duck, writer):  # noqa: ANN001
     """``inlined``: the last quarter of the rows is inlined in the catalog (never skipped)

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 from oracle import duck_rows, rows
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 
 def source(spark, lake_target, table: str, **options: str):  # noqa: ANN001, ANN201
@@ -38,6 +39,7 @@ def batch(start: int, count: int) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "label": [f"r{i}" for i in ids]})
 
 
+@pytest.mark.postgres_too
 def test_each_inserted_row_once_across_flush_merge_and_restart(  # noqa: ANN001
         spark, lake, lake_target, duck, tmp_path):
     table = lake.create_table("main.s", spark.range(0, 4).selectExpr(
@@ -87,6 +89,7 @@ def test_deletes_fail_the_stream_unless_skipped(spark, lake, lake_target, tmp_pa
     assert emitted(spark, str(tmp_path / "o3")) == rows([(20, "r20")])
 
 
+@pytest.mark.postgres_too
 def test_change_feed_equals_duckdb_table_changes(spark, lake, lake_target, duck, tmp_path):  # noqa: ANN001
     table = lake.create_table("main.c", spark.range(0, 30, numPartitions=1).selectExpr(
         "id", "concat('r', id) AS label"))

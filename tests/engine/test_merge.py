@@ -13,7 +13,8 @@ from dbt.adapters.ducklake.spark.skipping import MIN_BYTES_CONF
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 
 @pytest.fixture
@@ -49,6 +50,7 @@ def collected_plans(spark, monkeypatch):  # noqa: ANN001, ANN201
     spark.conf.unset("spark.sql.maxMetadataStringLength")
 
 
+@pytest.mark.postgres_too
 @pytest.mark.parametrize("driver_rows", [merge.DRIVER_ROWS, 0], ids=["driver", "spark"])
 def test_all_clause_kinds(spark, lake, duck, engine, monkeypatch, driver_rows):  # noqa: ANN001
     """Every clause kind, with the outcome collected to the driver (the few changed rows of a
@@ -378,6 +380,7 @@ def test_a_small_merge_is_written_on_the_driver(spark, lake, duck, monkeypatch):
     assert files[0][0] == before + 2  # one file of updated rows, one of new rows
 
 
+@pytest.mark.postgres_too
 def test_star_clauses_and_small_merge_is_inlined(spark, lake, duck, engine):  # noqa: ANN001
     engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id AS STRING) AS s FROM range(50)")
     engine.execute("""MERGE INTO `main.t` AS t USING (SELECT 3L AS id, 'three' AS s UNION ALL

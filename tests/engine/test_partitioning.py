@@ -19,7 +19,8 @@ from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.names import parse_name
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 META = "__ducklake_metadata_lake"
 
@@ -86,6 +87,7 @@ def source(spark):  # noqa: ANN001, ANN201
               "dec decimal(9,2)")
 
 
+@pytest.mark.postgres_too
 def test_create_partitioned_identity_duckdb_agrees(lake, duck, source):  # noqa: ANN001
     no_inlining(lake)
     table = lake.create_table("main.t", source, partition_by=["s"])
@@ -141,6 +143,7 @@ def engine(spark, lake):  # noqa: ANN001, ANN201
     return Engine(spark, lake, ViewRegistry(spark, lake))
 
 
+@pytest.mark.postgres_too
 def test_duckdb_writes_partitioned_we_read(lake, duck):  # noqa: ANN001
     duck.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
     duck.execute("CREATE TABLE lake.t(id INT, region VARCHAR, ts TIMESTAMP, v DOUBLE)")

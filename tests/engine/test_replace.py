@@ -10,7 +10,8 @@ from dbt.adapters.ducklake.lake.partitions import partition_value
 from dbt.adapters.ducklake.sql import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 
 @pytest.fixture
@@ -23,6 +24,7 @@ def _changes(duck, sid: int) -> dict[str, int]:  # noqa: ANN001
                                 f"'lake', 'main', 't', {sid}, {sid}) GROUP BY 1"))
 
 
+@pytest.mark.postgres_too
 def test_replace_where_is_one_snapshot(lake, duck, engine):  # noqa: ANN001
     engine.execute("CREATE TABLE `main.t` AS SELECT id, id % 5 AS day, 'old' AS tag "
                    "FROM range(100)")
@@ -89,6 +91,7 @@ def test_replace_of_large_table_touches_only_matching_files(lake, duck, engine):
     assert_same(duck, "t", lake.table("main.t").read())
 
 
+@pytest.mark.postgres_too
 def test_insert_overwrite_dynamic_replaces_present_partitions(spark, lake, duck, engine):  # noqa: ANN001
     engine.execute("CREATE TABLE `main.t` AS SELECT id, CAST(id % 4 AS INT) AS p FROM range(40)")
     duck.execute("ALTER TABLE lake.t SET PARTITIONED BY (p)")

@@ -17,7 +17,8 @@ from dbt.adapters.ducklake.lake.models import format_column_aliases, parse_colum
 from dbt.adapters.ducklake.sql.engine import Engine
 from dbt.adapters.ducklake.sql.temp_views import ViewRegistry
 
-pytestmark = pytest.mark.spark
+# Spark-side behaviour: PostgreSQL runs the postgres_too tests (conftest.on_postgres_too).
+pytestmark = [pytest.mark.spark, pytest.mark.sqlite_mostly]
 
 # name -> the view's query as DuckDB users write it (in schema ``s``, where ``t`` lives)
 VIEWS = {
@@ -74,6 +75,7 @@ def view_name(key: str) -> str:
     return key.split("(")[0]
 
 
+@pytest.mark.postgres_too
 def test_duckdb_views_read_by_spark_as_duckdb_reads_them(engine, duck):  # noqa: ANN001
     duckdb_lake(duck)
     failures = []
@@ -214,6 +216,7 @@ def stored_views(lake) -> dict:  # noqa: ANN001
     return {v.view_name: v for v in lake.catalog.views("s")}
 
 
+@pytest.mark.postgres_too
 def test_our_views_run_in_duckdb_as_in_spark(engine, lake, duck):  # noqa: ANN001
     spark_tables(engine)
     for key, body in SPARK_VIEWS.items():
