@@ -77,3 +77,23 @@ def test_a_commit_after_a_concurrent_ddl_lands_nothing(lake):  # noqa: ANN001
     writer.commit([writer.write(iter(rows.to_batches()))], 0)
     writer.commit([writer.write(iter(rows.to_batches()))], 0)  # a replay: nothing
     assert duck.execute("SELECT count(*) FROM lake.main.ev").fetchone()[0] == 2
+
+
+def test_the_commit_checks_the_plan_the_tasks_wrote_with(lake, tmp_path):  # noqa: ANN001
+    """Spark's streaming commit runs in a worker that makes a new writer, planned at commit
+    time: the tasks' plan comes with their messages. Files written unpartitioned are not
+    registered in a table partitioned meanwhile."""
+    duck, _ = lake
+    options = SinkOptions.parse({"catalog": f"sqlite:///{tmp_path}/catalog.sqlite",
+                                 "table": "main.ev", "streamId": "s1",
+                                 "data_inlining_row_limit": "0"})  # the tasks write files
+    rows = pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]})
+    message = LakeStreamWriter(options, SCHEMA, False).write(iter(rows.to_batches()))
+    assert isinstance(message, LakeCommitMessage) and message.files
+    duck.execute("ALTER TABLE lake.main.ev SET PARTITIONED BY (id)")
+    before = snapshots(duck)
+    committer = LakeStreamWriter(options, SCHEMA, False)  # as Spark's commit worker makes it
+    with pytest.raises(DuckLakeError, match="partitioning of main.ev changed while this write"):
+        committer.commit([message], 0)
+    assert snapshots(duck) == before
+    assert duck.execute("SELECT count(*) FROM lake.main.ev").fetchone()[0] == 0

@@ -64,6 +64,9 @@ class LakeCommitMessage(WriterCommitMessage):
     files: list[NewDataFile] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)  # absolute, to remove if not committed
     rows: pa.Table | None = None
+    # the plan the task wrote with: Spark's commit worker makes a new writer, planned at
+    # commit time, so only the messages know what the tasks were given
+    plan: Plan | None = None
 
 
 class _LakeWriter:
@@ -89,7 +92,7 @@ class _LakeWriter:
     def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
         workers.settle()
         plan = self.plan
-        message = LakeCommitMessage()
+        message = LakeCommitMessage(plan=plan)
         held: list[pa.RecordBatch] = []
         held_rows = held_bytes = 0
         try:
@@ -140,7 +143,7 @@ class _LakeWriter:
                          batch_id: int | None) -> Snapshot | None:
         options, plan = self.options, self.plan
         lake = options.open()
-        current = self._current(lake)
+        current = self._current(lake, [m.plan for m in got if m.plan is not None] or [plan])
         tx = Transaction(lake, current.snapshot)
         tx.files_written.extend(paths)
         if batch_id is not None:
@@ -188,9 +191,10 @@ class _LakeWriter:
                   {"writer": 'spark format("ducklake") flushInlinedRows'}, options.author)
         return snapshot
 
-    def _current(self, lake: Catalog) -> CurrentPlan:
-        """The table's plan now, which must still be the one the tasks wrote with."""
-        options, plan = self.options, self.plan
+    def _current(self, lake: Catalog, written: list[Plan]) -> CurrentPlan:
+        """The table's plan now, which must still be the one the tasks wrote with
+        (``written``)."""
+        options = self.options
         try:
             current = current_plan(lake, options, self.schema)
         except NotFoundError:
@@ -202,16 +206,21 @@ class _LakeWriter:
                 f"the columns of {options.table} changed while this write ran (a concurrent "
                 f"ALTER), so nothing was committed: {exc}. Write data with the table's "
                 "columns (a streaming query: restart it with them)") from None
-        if current.plan.table_id != plan.table_id:
+        for plan in written:
+            self._check_unchanged(plan, current.plan)
+        return current
+
+    def _check_unchanged(self, plan: Plan, now: Plan) -> None:
+        table = self.options.table
+        if now.table_id != plan.table_id:
             raise NotFoundError(
-                f"{options.table} was dropped and created again while this write ran (table "
-                f"id {plan.table_id} is now {current.plan.table_id}); nothing was committed")
-        if current.plan.columns != plan.columns or current.plan.keys != plan.keys:
+                f"{table} was dropped and created again while this write ran (table "
+                f"id {plan.table_id} is now {now.table_id}); nothing was committed")
+        if now.columns != plan.columns or now.keys != plan.keys:
             raise CommitConflictError(
-                f"the columns or partitioning of {options.table} changed while this write "
+                f"the columns or partitioning of {table} changed while this write "
                 "ran (a concurrent ALTER); nothing was committed. Run the write again (a "
                 "streaming query: restart it) to write with the table's new columns")
-        return current
 
     def _abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         _remove([p for m in messages if isinstance(m, LakeCommitMessage) for p in m.paths])
