@@ -79,7 +79,7 @@ def test_python_workers_run_this_interpreter_unless_the_user_chose(monkeypatch) 
     """The archive's workload (bucket partitioning) and the adapter's local sessions run
     Python workers: with ``python3`` from PATH (a venv's ``dbt`` run without activating it)
     they had no pyarrow, and no archive was ever built."""
-    from dbt.adapters.ducklake.runtime import use_this_python_for_workers
+    from dbt.adapters.ducklake.spark.datasource.workers import use_this_python_for_workers
 
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     use_this_python_for_workers()

@@ -215,8 +215,8 @@ def _workload(partial: str) -> None:
     it exits."""
     from pyspark.sql import SparkSession
 
-    from .runtime import use_this_python_for_workers
     from .spark import SparkLake
+    from .spark.datasource.workers import use_this_python_for_workers
     from .spark.merge import MergeClause
     from .sql.engine import Engine
     from .sql.temp_views import ViewRegistry

@@ -26,6 +26,7 @@ from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
 from .lake.secrets import redact
 from .model_settings import ModelLock
+from .spark.datasource.workers import use_this_python_for_workers
 from .spark.lake import CommitInfo, SparkLake
 from .sql.engine import Engine
 from .sql.temp_views import ViewRegistry
@@ -168,18 +169,6 @@ def check_data_path(data_path: str) -> None:
             f"the data path {data_path} is not writable ({exc.strerror or exc}); fix its "
             "permissions or point data_path in the profile elsewhere") from exc
 
-
-
-def use_this_python_for_workers() -> None:
-    """Make a local session's Python workers (bucket partition keys, ``format("ducklake")``,
-    Python models' UDFs) run this interpreter, which has pyarrow and numpy.
-
-    pyspark takes the workers' interpreter from ``PYSPARK_PYTHON`` when the SparkContext
-    starts, else ``python3`` on PATH: for a virtual environment's ``dbt`` run without
-    activating it, that is an interpreter without pyarrow (Spark's ``spark.pyspark.python``
-    setting does not reach them). A ``PYSPARK_PYTHON`` the user set is kept.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 def spark_session(credentials: DuckLakeCredentials) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

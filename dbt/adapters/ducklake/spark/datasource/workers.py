@@ -1,4 +1,5 @@
-"""What ``format("ducklake")`` costs in Spark's Python workers, call after call.
+"""Spark's Python workers: the interpreter they run, and what ``format("ducklake")`` costs in
+them, call after call.
 
 PySpark runs every call of a Python data source in a Python worker forked from its daemon:
 planning a write (each micro-batch), each task, each commit (each micro-batch), each read.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 
 # Calls of a reused worker that freeze what it holds (the first imports this package and
 # opens the lake; the next ones meet the lazily imported modules and filled caches).
@@ -38,3 +40,15 @@ def settle() -> None:
         return
     _calls += 1
     gc.freeze()
+
+
+def use_this_python_for_workers() -> None:
+    """Make a local session's Python workers (bucket partition keys, ``format("ducklake")``,
+    Python models' UDFs) run this interpreter, which has pyarrow and numpy.
+
+    pyspark takes the workers' interpreter from ``PYSPARK_PYTHON`` when the SparkContext
+    starts, else ``python3`` on PATH: for a virtual environment's ``dbt`` run without
+    activating it, that is an interpreter without pyarrow (Spark's ``spark.pyspark.python``
+    setting does not reach them). A ``PYSPARK_PYTHON`` the user set is kept.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
