@@ -87,10 +87,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Order the slow modules first (see :func:`_slow_modules_first`), and leave out the
     PostgreSQL cases of ``sqlite_mostly`` modules (see :func:`on_postgres_too`)."""
     _slow_modules_first(items)
-    dropped = [item for item in items if not on_postgres_too(item)]
+    kept, dropped = [], []
+    for item in items:
+        (kept if on_postgres_too(item) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if on_postgres_too(item)]
+        items[:] = kept
 
 
 def on_postgres_too(item: pytest.Item) -> bool:

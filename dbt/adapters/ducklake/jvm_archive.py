@@ -202,14 +202,6 @@ WORKLOAD_QUERIES = (
 )
 
 
-def workload_conf(partial: str) -> dict[str, str]:
-    """The workload's Spark settings: the JVM writes its classes to ``partial`` at exit."""
-    return {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.session.timeZone": "UTC",
-            JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={partial} "
-                          "-Xlog:cds=off -Xlog:cds+dynamic=off"}
-
-
 def _workload(partial: str) -> None:
     """Run :data:`WORKLOAD_SQL` in a JVM that writes the classes it loaded to ``partial`` when
     it exits."""
@@ -223,7 +215,10 @@ def _workload(partial: str) -> None:
 
     use_this_python_for_workers()  # the bucket partition UDF below runs in Python workers
     builder = SparkSession.builder.master("local[2]").appName("dbt-ducklake-jvm-archive")
-    for key, value in workload_conf(partial).items():
+    for key, value in {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                       "spark.sql.session.timeZone": "UTC",
+                       JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={partial} "
+                                     "-Xlog:cds=off -Xlog:cds+dynamic=off"}.items():
         builder = builder.config(key, value)
     started = time.monotonic()
     spark = builder.getOrCreate()
