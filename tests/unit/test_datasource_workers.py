@@ -66,3 +66,24 @@ def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch, unfrozen) -> Non
     gc.unfreeze()
     workers.settle()
     assert gc.get_freeze_count() == 0
+
+
+def test_spark_finds_the_format_when_its_lookup_runs_this_python(monkeypatch) -> None:  # noqa: ANN001
+    """``SparkLake`` leaves the registration to Spark's own lookup of ``pyspark_*`` modules
+    (which costs a Python process) only where that lookup runs this interpreter."""
+    from dbt.adapters.ducklake.spark.datasource import found_without_registering
+
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert not found_without_registering()  # python3 from PATH: perhaps another one
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert found_without_registering()
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", "/usr/bin/python3")  # Spark's lookup runs it
+    assert not found_without_registering()
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
+    assert found_without_registering()
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert not found_without_registering()  # pyspark_ducklake not importable here

@@ -71,7 +71,7 @@ from . import write as spark_write
 from .checkpoint import CheckpointResult
 from .compaction import CompactionResult, FlushResult
 from .constraints import NO_CONSTRAINTS, TableConstraints
-from .datasource import register as register_format
+from .datasource import make_known as make_format_known
 from .dml import CommitInfo
 from .merge import MergeClause, MergeResult, run_merge
 from .read import read as read_table
@@ -108,7 +108,7 @@ class SparkLake:
         self.commit_info = commit_info or CommitInfo()
         spark_write.configure(spark)
         spark_read.configure(spark)
-        register_format(spark)
+        make_format_known(spark)
 
     @classmethod
     def open(cls, spark: SparkSession, catalog: str, data_path: str | None = None,

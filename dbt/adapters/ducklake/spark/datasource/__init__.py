@@ -10,7 +10,8 @@ source API.
 The format is known to every SparkSession without a call: Spark registers the
 ``DefaultSource`` of the top-level module ``pyspark_ducklake`` (shipped with the package) on
 its first use of a Python data source. :func:`register` does it explicitly (for a Python
-path where that module is not importable); ``SparkLake.open`` calls it.
+path where that module is not importable); ``SparkLake`` calls it where Spark's own lookup
+would not find the format (:func:`make_known`).
 
 Modules: :mod:`.options` (what a read or write was given), :mod:`.sink` (writes),
 :mod:`.plan` (what a write needs of its table, kept per worker),
@@ -19,6 +20,9 @@ table's rows as Arrow in the Python workers).
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
@@ -47,16 +51,55 @@ def register(spark: SparkSession) -> None:
     """Make ``format("ducklake")`` known to ``spark``, and enable Python filter pushdown
     (:data:`PUSHDOWN_CONF`) unless the session sets it. Spark refuses a second registration
     of a name (``DATA_SOURCE_ALREADY_EXISTS``), and it registers the format by itself where
-    ``pyspark_ducklake`` is importable: once is enough."""
+    ``pyspark_ducklake`` is importable: once is enough.
+
+    A registration costs its JVM's lookup of the modules Spark registers by itself (a Python
+    process importing PySpark and this package: about 1.7 s on a 2-core machine), which
+    otherwise happens on the first use of a Python data source, if any:
+    :func:`make_known` calls this only where that lookup would not find the format."""
     from pyspark.errors import AnalysisException
 
-    if spark.conf.get(PUSHDOWN_CONF, None) is None:
-        spark.conf.set(PUSHDOWN_CONF, "true")
+    enable_pushdown(spark)
     try:
         spark.dataSource.register(DuckLakeDataSource)
     except AnalysisException as exc:
         if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
             raise
+
+
+def enable_pushdown(spark: SparkSession) -> None:
+    """Turn on Spark's filter pushdown to Python data sources (:data:`PUSHDOWN_CONF`), by
+    which ``format("ducklake")`` reads skip files, unless the session sets it."""
+    if spark.conf.get(PUSHDOWN_CONF, None) is None:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+
+
+def make_known(spark: SparkSession) -> None:
+    """What ``SparkLake`` does for ``spark``: enable filter pushdown, and register the format
+    unless Spark will find it by itself (:func:`found_without_registering`)."""
+    if found_without_registering():
+        enable_pushdown(spark)
+    else:
+        register(spark)
+
+
+def found_without_registering() -> bool:
+    """Whether Spark's own lookup of Python data sources finds the format: it runs
+    ``PYSPARK_DRIVER_PYTHON``, else ``PYSPARK_PYTHON``, else ``python3`` from PATH (Spark's
+    ``PythonUtils.defaultPythonExec``, read from the JVM's environment, which is this
+    process's: PySpark starts the JVM with it), and registers the ``DefaultSource`` of every
+    importable ``pyspark_*`` module. When that interpreter is this one and ``pyspark_ducklake``
+    is importable here, it will find the format; a local session the adapter starts runs its
+    workers with this interpreter (``workers.use_this_python_for_workers``)."""
+    from importlib.util import find_spec
+
+    lookup = os.environ.get("PYSPARK_DRIVER_PYTHON") or os.environ.get("PYSPARK_PYTHON")
+    if lookup is None or os.path.abspath(lookup) != os.path.abspath(sys.executable):
+        return False
+    try:
+        return find_spec("pyspark_ducklake") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class DuckLakeDataSource(DataSource):
@@ -119,5 +162,8 @@ __all__ = [
     "LakeStreamWriter",
     "ReadOptions",
     "SinkOptions",
+    "enable_pushdown",
+    "found_without_registering",
+    "make_known",
     "register",
 ]
