@@ -25,7 +25,10 @@ def __getattr__(name: str) -> Any:
     from dbt.adapters.ducklake.connections import DuckLakeConnectionManager  # noqa: F401
     from dbt.adapters.ducklake.credentials import DuckLakeCredentials
     from dbt.adapters.ducklake.impl import DuckLakeAdapter
+    from dbt.adapters.ducklake.process_exit import install as exit_without_collections
     from dbt.include import ducklake
+
+    exit_without_collections()
 
     plugin = AdapterPlugin(
         adapter=DuckLakeAdapter,  # type: ignore[arg-type]
