@@ -68,21 +68,33 @@ def test_outside_a_reused_worker_nothing_is_frozen(monkeypatch, unfrozen) -> Non
     assert gc.get_freeze_count() == 0
 
 
-def test_spark_finds_the_format_when_its_lookup_runs_this_python(monkeypatch) -> None:  # noqa: ANN001
+def test_spark_finds_the_format_where_its_lookup_can_import_it(monkeypatch,  # noqa: ANN001
+                                                               tmp_path) -> None:  # noqa: ANN001
     """``SparkLake`` leaves the registration to Spark's own lookup of ``pyspark_*`` modules
-    (which costs a Python process) only where that lookup runs this interpreter."""
+    (which costs a Python process) only where the interpreter that lookup runs can import
+    ``pyspark_ducklake``: this one, or another that has it."""
     from dbt.adapters.ducklake.spark.datasource import found_without_registering
 
+    bare = tmp_path / "bare-python"  # an interpreter without this package (-S: no site)
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    missing = str(tmp_path / "no-such-python")
     monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
-    assert not found_without_registering()  # python3 from PATH: perhaps another one
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     assert found_without_registering()
-    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", "/usr/bin/python3")  # Spark's lookup runs it
+    monkeypatch.setenv("PYSPARK_PYTHON", str(bare))
+    assert not found_without_registering()
+    monkeypatch.setenv("PYSPARK_PYTHON", missing)
+    assert not found_without_registering()
+    same = tmp_path / "same-python"  # this interpreter under another name
+    same.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    same.chmod(0o755)
+    monkeypatch.setenv("PYSPARK_PYTHON", str(same))
+    assert found_without_registering()
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", str(bare))  # Spark's lookup runs it first
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     assert not found_without_registering()
     monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
-    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
-    assert found_without_registering()
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)

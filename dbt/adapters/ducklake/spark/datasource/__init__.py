@@ -22,6 +22,7 @@ table's rows as Arrow in the Python workers).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 from pyspark.sql import SparkSession
@@ -83,22 +84,33 @@ def make_known(spark: SparkSession) -> None:
         register(spark)
 
 
-def found_without_registering() -> bool:
-    """Whether Spark's own lookup of Python data sources finds the format: it runs
-    ``PYSPARK_DRIVER_PYTHON``, else ``PYSPARK_PYTHON``, else ``python3`` from PATH (Spark's
-    ``PythonUtils.defaultPythonExec``, read from the JVM's environment, which is this
-    process's: PySpark starts the JVM with it), and registers the ``DefaultSource`` of every
-    importable ``pyspark_*`` module. When that interpreter is this one and ``pyspark_ducklake``
-    is importable here, it will find the format; a local session the adapter starts runs its
-    workers with this interpreter (``workers.use_this_python_for_workers``)."""
-    from importlib.util import find_spec
+# What Spark's lookup must import for the format: the module, and the packages it needs
+_LOOKUP_NEEDS = ("pyspark_ducklake", "pyspark", "pyarrow", "sqlalchemy")
 
-    lookup = os.environ.get("PYSPARK_DRIVER_PYTHON") or os.environ.get("PYSPARK_PYTHON")
-    if lookup is None or os.path.abspath(lookup) != os.path.abspath(sys.executable):
-        return False
+
+def found_without_registering() -> bool:
+    """Whether Spark's own lookup of Python data sources will find the format: it runs
+    ``PYSPARK_DRIVER_PYTHON``, else ``PYSPARK_PYTHON``, else ``python3`` from PATH (Spark's
+    ``PythonUtils.defaultPythonExec``, read from the JVM's environment, which PySpark starts
+    with this process's), and registers the ``DefaultSource`` of every ``pyspark_*`` module
+    that interpreter can import. So: can it import ``pyspark_ducklake``? Asked here when it is
+    this interpreter, else of it (are the module and what it imports first there?), in a
+    process that imports nothing else: tens of milliseconds, against the lookup's seconds."""
+    lookup = (os.environ.get("PYSPARK_DRIVER_PYTHON") or os.environ.get("PYSPARK_PYTHON")
+              or "python3")
+    if os.path.abspath(lookup) == os.path.abspath(sys.executable):
+        from importlib.util import find_spec
+
+        try:
+            return find_spec("pyspark_ducklake") is not None
+        except (ImportError, ValueError):
+            return False
+    check = ("import importlib.util, sys; "
+             "sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))")
     try:
-        return find_spec("pyspark_ducklake") is not None
-    except (ImportError, ValueError):
+        return subprocess.run([lookup, "-c", check, *_LOOKUP_NEEDS], capture_output=True,
+                              timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
         return False
 
 
