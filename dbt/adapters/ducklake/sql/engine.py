@@ -23,6 +23,7 @@ from ..spark.lake import PartitionBy
 from . import ddl, dml, functions
 from .context import Handler, StatementContext, StatementResult, UnsupportedStatementError
 from .names import LakeName, message_parameter
+from .parsed_tree import parsed_tree
 from .plans import statement_summary, writing_node
 
 _HANDLERS: dict[str, Handler] = {**ddl.HANDLERS, **dml.HANDLERS, **functions.HANDLERS}
@@ -91,7 +92,7 @@ class Engine(StatementContext):
         """On a pinned connection, refuse every statement that is not a read before anything
         runs: the lake engine's writes, and as much what Spark would carry out itself
         (``INSERT OVERWRITE DIRECTORY``, ``CREATE TABLE ... LOCATION``, ``ADD JAR``)."""
-        node = writing_node(self.spark, plan)
+        node = writing_node(parsed_tree(self.spark, plan))
         if node is not None:
             self.check_writable(f"`{statement_summary(sql)}` (Spark's {node})")
 

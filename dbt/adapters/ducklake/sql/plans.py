@@ -3,9 +3,9 @@
 The statement handlers (:mod:`.ddl`, :mod:`.dml`) take names, clauses and expressions from the
 plans Spark's parser builds; these helpers turn the Scala collections and name nodes into
 Python values, and an expression back into the text the user wrote. The temp-view registry
-(:mod:`.temp_views`) finds the relations a statement names, and the columns it qualifies by
-schema and table, by walking its parsed plan here (:func:`relation_names`,
-:func:`qualified_columns`).
+(:mod:`.temp_views`) finds the relations a statement names in its parsed plan's tree, read from
+the JVM in one call (:mod:`.parsed_tree`, :func:`relation_names`), and the columns it
+qualifies by schema and table by walking the plan itself (:func:`qualified_columns`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .names import quote
+from .parsed_tree import ParsedNode
 
 
 def source_text(expr: Any, sql: str) -> str:
@@ -73,40 +74,32 @@ SESSION_COMMANDS = frozenset({
 # Statements that are not queries although Spark does not mark them ``Command``.
 _STATEMENT_NODES = frozenset({"InsertIntoDir", "InsertIntoStatement", "Call",
                               "UnresolvedExecuteImmediate"})
-_STATEMENT_TRAITS = ("org.apache.spark.sql.catalyst.plans.logical.Command",
-                     "org.apache.spark.sql.catalyst.plans.logical.ParsedStatement",
-                     "org.apache.spark.sql.catalyst.plans.logical.CTEInChildren")
 
 
-def writing_node(spark: Any, plan: Any) -> str | None:
-    """The class name of the first node of a parsed plan that is not part of a query (nor a
-    command of :data:`SESSION_COMMANDS`, nor a temp view), or ``None`` for a read.
+def writing_node(tree: ParsedNode) -> str | None:
+    """The class name of the first node of a parsed plan's tree that is not part of a query
+    (nor a command of :data:`SESSION_COMMANDS`, nor a temp view), or ``None`` for a read.
 
     What is a query is decided by what Spark says a node is, not by the statement's text:
-    Spark marks statements that do something as ``Command``; the few that write without
-    that mark (``INSERT OVERWRITE DIRECTORY`` is ``InsertIntoDir``, ``INSERT INTO`` a parsed
-    statement, ``EXECUTE IMMEDIATE`` runs a statement of its own, ``CALL`` a procedure) are
-    named, or carry ``ParsedStatement`` or ``CTEInChildren``. The whole tree is walked: a
-    ``WITH`` clause puts the statement under the CTE node.
+    Spark marks statements that do something as ``Command`` (or ``ParsedStatement``, or
+    ``CTEInChildren``: :attr:`.ParsedNode.statement`); the few that write without that mark
+    (``INSERT OVERWRITE DIRECTORY`` is ``InsertIntoDir``, ``INSERT INTO`` a parsed statement,
+    ``EXECUTE IMMEDIATE`` runs a statement of its own, ``CALL`` a procedure) are named. The
+    whole tree is walked: a ``WITH`` clause puts the statement under the CTE node.
     """
-    jvm = spark._jvm  # noqa: SLF001 - py4j's view of the JVM
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    traits = [jvm.java.lang.Class.forName(name, True, loader) for name in _STATEMENT_TRAITS]
-
-    def first(node: Any, root: bool) -> str | None:
-        kind = node.getClass().getSimpleName()
+    def first(node: ParsedNode, root: bool) -> str | None:
+        kind = node.class_name
         allowed = root and (kind in SESSION_COMMANDS or (
-            kind == "CreateViewCommand" and node.viewType().toString() != "PersistedView"))
-        if not allowed and (kind in _STATEMENT_NODES or
-                            any(trait.isInstance(node) for trait in traits)):
-            return str(kind)
-        for child in seq(node.children()):
+            kind == "CreateViewCommand" and node.names != ("PersistedView",)))
+        if not allowed and (kind in _STATEMENT_NODES or node.statement):
+            return kind
+        for child in node.children:
             found = first(child, False)
             if found is not None:
                 return found
         return None
 
-    return first(plan, True)
+    return first(tree, True)
 
 
 def statement_summary(sql: str, limit: int = 80) -> str:
@@ -135,10 +128,10 @@ class Named:
     aliases: set[str] = field(default_factory=set)
 
 
-def relation_names(plan: Any) -> Named:
-    """The relation names in a parsed plan (or a part of one)."""
+def relation_names(tree: ParsedNode) -> Named:
+    """The relation names in a parsed plan's tree (or a part of one)."""
     named = Named([], [], set())
-    _relations(plan, named, set())
+    _relations(tree, named)
     return named
 
 
@@ -155,36 +148,27 @@ def qualified_columns(plan: Any, tables: dict[tuple[str, str], str]
 _ALIASING = {"SubqueryAlias", "UnresolvedSubqueryColumnAliases"}
 
 
-def _relations(node: Any, named: Named, seen: set[int], aliased: bool = False) -> None:
-    """Collect the one- and two-part relation references of a parsed plan, with their spans,
-    and its CTE names and aliases; ``aliased`` when ``node``'s parent names it."""
-    kind = node.nodeName()
+def _relations(node: ParsedNode, named: Named, aliased: bool = False) -> None:
+    """Collect the one- and two-part relation references of a parsed plan's tree, with their
+    spans, and its CTE names and aliases; ``aliased`` when ``node``'s parent names it."""
+    kind = node.name
     if kind == "SubqueryAlias":
-        named.aliases.add(str(node.alias()).lower())
-    if kind == "UnresolvedRelation":
-        parts = node.multipartIdentifier()
-        origin = node.origin()
-        if parts.size() <= 2 and origin.startIndex().isDefined() and \
-                origin.stopIndex().isDefined():
-            start, stop = origin.startIndex().get(), origin.stopIndex().get() + 1
-            if aliased:
-                named.aliased.add(start)
-            if parts.size() == 1:
-                named.single.append((start, stop, parts.apply(0)))
-            else:
-                named.qualified.append((start, stop, (parts.apply(0), parts.apply(1))))
+        named.aliases.add(node.names[0].lower())
+    if kind == "UnresolvedRelation" and len(node.names) <= 2 and node.start is not None \
+            and node.stop is not None:
+        start, stop = node.start, node.stop + 1
+        if aliased:
+            named.aliased.add(start)
+        if len(node.names) == 1:
+            named.single.append((start, stop, node.names[0]))
+        else:
+            named.qualified.append((start, stop, (node.names[0], node.names[1])))
     if kind == "UnresolvedWith":
-        relations = node.cteRelations()
-        for i in range(relations.size()):
-            named.ctes.add(str(relations.apply(i)._1()).lower())
-    for getter in ("children", "innerChildren", "subqueries"):
-        seq = getattr(node, getter)()
-        for i in range(seq.size()):
-            child = seq.apply(i)
-            if child.hashCode() in seen and getter == "subqueries":
-                continue
-            seen.add(child.hashCode())
-            _relations(child, named, seen, kind in _ALIASING and getter == "children")
+        named.ctes.update(name.lower() for name in node.names)
+    for child in node.children:
+        _relations(child, named, kind in _ALIASING)
+    for child in (*node.inner_children, *node.subqueries):
+        _relations(child, named)
 
 
 def _qualified_columns(node: Any, tables: dict[tuple[str, str], str],

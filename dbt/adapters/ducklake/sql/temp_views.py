@@ -50,6 +50,7 @@ from .names import (
     parse_name,
     quote,
 )
+from .parsed_tree import parsed_tree
 from .plans import Named, qualified_columns, relation_names
 from .view_dialects import SPARK, duckdb_type, spark_query
 from .view_guard import check_function, check_view
@@ -720,7 +721,7 @@ class ViewRegistry:
                 plan = self._parser.parsePlan(sql)
             except Exception:  # noqa: BLE001
                 return None
-        return relation_names(plan)
+        return relation_names(parsed_tree(self.spark, plan))
 
     def _references(self, sql: str, named: Named | None = None) -> list[Reference]:
         """Every reference in ``sql`` to a registered lake table view; none for a name a CTE
