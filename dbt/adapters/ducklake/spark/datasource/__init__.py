@@ -24,23 +24,39 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ...lake.errors import InvalidArgumentError
-from . import arrow_read, workers
-from .options import LakeOptions, ReadOptions, SinkOptions
-from .reader import (
-    LakeBatchReader,
-    LakeFilteringReader,
-    pushdown_enabled,
-    snapshot_of,
-    table_state,
-)
-from .sink import LakeBatchWriter, LakeCommitMessage, LakeStreamWriter
-from .source import LakeStreamReader
+from . import workers
+
+if TYPE_CHECKING:
+    from .options import LakeOptions, ReadOptions, SinkOptions
+    from .reader import LakeBatchReader, LakeFilteringReader
+    from .sink import LakeBatchWriter, LakeCommitMessage, LakeStreamWriter
+    from .source import LakeStreamReader
+
+# Each of Spark's Python workers imports this package to unpickle the data source (Spark's
+# lookup of formats, the planning of a read or a write, a stream's commits), each in a process
+# of its own: the modules a method needs are imported in that method, so that none of those
+# processes imports more than its work needs (the lookup needs nothing but the class).
+_HOMES = {
+    "LakeBatchReader": "reader", "LakeFilteringReader": "reader", "LakeBatchWriter": "sink",
+    "LakeCommitMessage": "sink", "LakeStreamWriter": "sink", "LakeStreamReader": "source",
+    "LakeOptions": "options", "ReadOptions": "options", "SinkOptions": "options",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The classes of the modules named in :data:`_HOMES`, imported on first use (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{_HOMES[name]}", __name__), name)
+
 
 NAME = "ducklake"
 # Spark's switch for Python data sources' filter pushdown (off by default); register() turns
@@ -127,6 +143,10 @@ class DuckLakeDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The table's columns (at the read's snapshot); the change feed adds its own."""
+        from . import arrow_read
+        from .options import ReadOptions
+        from .reader import snapshot_of, table_state
+
         workers.settle()
         options = ReadOptions.parse(self.options)
         state = table_state(options.lake, snapshot_of(options.lake.open(), options),
@@ -139,6 +159,10 @@ class DuckLakeDataSource(DataSource):
         return arrow_read.spark_schema(state.columns)
 
     def reader(self, schema: StructType) -> LakeBatchReader:
+        from ...lake.errors import InvalidArgumentError
+        from .options import ReadOptions
+        from .reader import LakeBatchReader, LakeFilteringReader, pushdown_enabled
+
         workers.settle()
         options = ReadOptions.parse(self.options)
         if options.change_feed or options.starting_snapshot is not None:
@@ -150,14 +174,23 @@ class DuckLakeDataSource(DataSource):
         return LakeBatchReader(options, schema)
 
     def streamReader(self, schema: StructType) -> LakeStreamReader:
+        from .options import ReadOptions
+        from .source import LakeStreamReader
+
         workers.settle()
         return LakeStreamReader(ReadOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
+        from .options import SinkOptions
+        from .sink import LakeStreamWriter
+
         workers.settle()
         return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
+        from .options import SinkOptions
+        from .sink import LakeBatchWriter
+
         workers.settle()
         return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
 
