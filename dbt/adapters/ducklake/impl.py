@@ -24,7 +24,7 @@ from .column import DuckLakeColumn, type_name
 from .connections import DuckLakeConnectionManager
 from .lake.errors import DuckLakeError, NotFoundError
 from .relation import DuckLakeRelation, lake_name
-from .runtime import Runtime, check_not_branched, check_writable
+from .runtime import Runtime, check_not_branched, check_writable, start_spark_early
 from .sql.names import LakeName
 
 if TYPE_CHECKING:
@@ -70,6 +70,10 @@ class DuckLakeAdapter(SQLAdapter):
     _capabilities = CapabilityDict({
         Capability.TableLastModifiedMetadata: CapabilitySupport(support=Support.Full),
     })
+
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        super().__init__(config, mp_context)
+        start_spark_early(config.credentials)  # while dbt parses the project
 
     # ------------------------------------------------------------------ basics
     @classmethod

@@ -170,7 +170,55 @@ def check_data_path(data_path: str) -> None:
             "permissions or point data_path in the profile elsewhere") from exc
 
 
+# dbt's commands that open a connection: Spark starts for them while dbt parses the project
+_CONNECTING_COMMANDS = frozenset({
+    "build", "run", "seed", "snapshot", "test", "show", "run-operation", "retry", "clone",
+    "generate",  # docs generate
+})
+_early_start: threading.Thread | None = None
+
+
+def start_spark_early(credentials: DuckLakeCredentials) -> None:
+    """Start Spark in the background when dbt creates the adapter, for a command that will
+    open a connection (:data:`_CONNECTING_COMMANDS`) in a process without a SparkContext.
+
+    dbt creates the adapter just before it parses the project (0.5-2 s of Python), and the
+    first connection waits for Spark's start (JVM, SparkContext, SparkSession: 2.5-3.5 s on a
+    2-core machine, most of it in the JVM): started here, the two overlap. The connection's
+    own :func:`spark_session` waits for this start and takes its session; should this start
+    fail, that call starts Spark again and raises the error for dbt to report."""
+    global _early_start
+    if _early_start is not None or not _command_connects():
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001
+        return
+    _early_start = threading.Thread(target=_start_quietly, args=(credentials,),
+                                    name="ducklake-spark-start", daemon=True)
+    _early_start.start()
+
+
+def _command_connects() -> bool:
+    try:
+        from dbt.flags import get_flags
+
+        return getattr(get_flags(), "WHICH", None) in _CONNECTING_COMMANDS
+    except Exception:  # noqa: BLE001 - outside a dbt invocation
+        return False
+
+
+def _start_quietly(credentials: DuckLakeCredentials) -> None:
+    try:
+        spark_session(credentials)
+    except Exception:  # noqa: BLE001 - the connection starts Spark again and reports it
+        logger.debug("Spark's early start failed; the first connection starts it")
+
+
 def spark_session(credentials: DuckLakeCredentials) -> Any:
+    early = _early_start
+    if early is not None and early is not threading.current_thread():
+        early.join()  # its session, or its failure, before this start
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     check_java()
     from pyspark import SparkContext
