@@ -15,10 +15,13 @@ from dbt.adapters.ducklake import runtime
 
 @pytest.fixture
 def command(monkeypatch):  # noqa: ANN001, ANN201
-    """Set the dbt command (``flags.WHICH``) the adapter sees; no early start left over."""
+    """Set the dbt command (``flags.WHICH``) the adapter sees; no early start left over, and
+    no SparkContext in this process (another test's may be running in this worker)."""
     import dbt.flags
+    from pyspark import SparkContext
 
     monkeypatch.setattr(runtime, "_early_start", None)
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
 
     def which(name: str | None) -> None:
         monkeypatch.setattr(dbt.flags, "get_flags", lambda: SimpleNamespace(WHICH=name))
@@ -43,6 +46,16 @@ def test_commands_that_connect_start_spark_early(command, monkeypatch, name: str
     assert started == [("creds", "ducklake-spark-start")]
 
 
+def test_a_running_spark_context_is_used_as_it_is(command, monkeypatch) -> None:  # noqa: ANN001
+    from pyspark import SparkContext
+
+    command("run")
+    monkeypatch.setattr(SparkContext, "_active_spark_context", object())
+    monkeypatch.setattr(runtime, "spark_session", lambda c: pytest.fail("Spark started"))
+    runtime.start_spark_early("creds")  # type: ignore[arg-type]
+    assert runtime._early_start is None
+
+
 @pytest.mark.parametrize("name", ["parse", "list", "deps", "debug", "compile", "clean", None])
 def test_other_commands_do_not(command, monkeypatch, name: str | None) -> None:  # noqa: ANN001
     command(name)
@@ -51,10 +64,9 @@ def test_other_commands_do_not(command, monkeypatch, name: str | None) -> None: 
     assert runtime._early_start is None
 
 
-def test_outside_a_dbt_invocation_nothing_starts(monkeypatch) -> None:  # noqa: ANN001
+def test_outside_a_dbt_invocation_nothing_starts(command, monkeypatch) -> None:  # noqa: ANN001
     import dbt.flags
 
-    monkeypatch.setattr(runtime, "_early_start", None)
     monkeypatch.setattr(dbt.flags, "get_flags", lambda: (_ for _ in ()).throw(RuntimeError()))
     runtime.start_spark_early("creds")  # type: ignore[arg-type]
     assert runtime._early_start is None
