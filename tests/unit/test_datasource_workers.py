@@ -22,6 +22,36 @@ def test_the_data_source_imports_no_dbt() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_format_lookup_imports_only_the_class() -> None:
+    """Spark's lookup of formats imports ``pyspark_ducklake`` in a worker of its own: it needs
+    the class, not the catalog client, the façade or pyarrow (0.6 s per worker process)."""
+    code = ("import sys, pyspark_ducklake; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', "
+            "'pyarrow') or m.startswith(('dbt.adapters.ducklake.lake.', "
+            "'dbt.adapters.ducklake.spark.lake', 'dbt.adapters.ducklake.spark.datasource.'))"
+            " and not m.endswith('.workers')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_packages_names_resolve_on_first_use() -> None:
+    import dbt.adapters.ducklake.lake as lake
+    import dbt.adapters.ducklake.spark as spark
+    import dbt.adapters.ducklake.spark.datasource as datasource
+    from dbt.adapters.ducklake.lake.catalog import Catalog
+    from dbt.adapters.ducklake.lake.errors import NotFoundError
+    from dbt.adapters.ducklake.spark.datasource.sink import LakeStreamWriter
+
+    assert lake.Catalog is Catalog and lake.NotFoundError is NotFoundError
+    assert datasource.LakeStreamWriter is LakeStreamWriter
+    assert spark.SparkLake.__name__ == "SparkLake"
+    for package in (lake, spark, datasource):
+        assert all(getattr(package, name) is not None for name in package.__all__)
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            package.Nope  # noqa: B018
+
+
 def test_dbt_still_finds_the_plugin() -> None:
     import dbt.adapters.ducklake as package
 
