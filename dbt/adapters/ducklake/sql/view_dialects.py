@@ -274,7 +274,7 @@ def duckdb_query(sql: str, view: str, columns: Columns | None = None,
             except SqlglotError:  # untyped, the rules below refuse what needs a type
                 log.debug("view %s: cannot type its query", view, exc_info=True)
         for node in tree.walk():
-            if not isinstance(node, _SAME_IN_DUCKDB + _REWRITTEN_FOR_DUCKDB):
+            if not isinstance(node, _translatable()):
                 raise UnsupportedError(_construct(node))
         tree = tree.transform(_spark_meaning)
         _name_outputs(tree, output_names)
@@ -299,15 +299,9 @@ def _construct(node: Any) -> str:
     return node.sql(SPARK) or type(node).__name__
 
 
-def _classes(*names: str) -> tuple[type, ...]:
-    from sqlglot import exp
-
-    return tuple(getattr(exp, name) for name in names)
-
-
 # Constructs whose meaning is the same in Spark and DuckDB (sqlglot's DuckDB output spells
 # them as DuckDB does: ``||`` for concat, explicit NULLS FIRST where Spark sorts so, ...).
-_SAME_IN_DUCKDB = _classes(
+_SAME_IN_DUCKDB = (
     "Select", "From", "Join", "Where", "Group", "Having", "Order", "Ordered", "Limit", "Offset",
     "Alias", "TableAlias", "Table", "Subquery", "CTE", "With", "Union", "Except", "Intersect",
     "Column", "Identifier", "Star", "Distinct", "Paren", "Tuple", "Dot", "Literal", "Boolean",
@@ -322,10 +316,19 @@ _SAME_IN_DUCKDB = _classes(
 )
 # Constructs whose meaning depends on types or arguments: :func:`_spark_meaning` rewrites or
 # refuses them.
-_REWRITTEN_FOR_DUCKDB = _classes(
+_REWRITTEN_FOR_DUCKDB = (
     "Add", "Sub", "Mul", "Cast", "Div", "Avg", "Round", "Substring", "Like", "ILike", "Bracket",
     "TsOrDsAdd", "DayOfWeek", "Concat", "ConcatWs", "Length",
 )
+
+@functools.cache
+def _translatable() -> tuple[type, ...]:
+    """sqlglot's classes of :data:`_SAME_IN_DUCKDB` and :data:`_REWRITTEN_FOR_DUCKDB`, on first
+    use: importing sqlglot when this module is imported cost every dbt start 0.1 s."""
+    from sqlglot import exp
+
+    return tuple(getattr(exp, name) for name in _SAME_IN_DUCKDB + _REWRITTEN_FOR_DUCKDB)
+
 
 _TEXT = frozenset({"VARCHAR", "TEXT", "CHAR", "NVARCHAR", "NCHAR"})
 _DECIMALS = frozenset({"DECIMAL"})
