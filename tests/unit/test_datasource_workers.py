@@ -3,6 +3,7 @@ for, and the objects the daemon's collection after each call no longer walks."""
 
 from __future__ import annotations
 
+import ast
 import gc
 import subprocess
 import sys
@@ -12,27 +13,29 @@ import pytest
 from dbt.adapters.ducklake.spark.datasource import workers
 
 
-def test_the_data_source_imports_no_dbt() -> None:
-    """Each Python worker imports the data source; dbt-core would double what it holds."""
-    code = ("import sys, dbt.adapters.ducklake.spark.datasource; "
-            "print(sorted(m for m in sys.modules if m.startswith(('dbt.adapters.base', "
-            "'dbt_common', 'agate', 'jinja2', 'mashumaro', 'dbt.adapters.ducklake.impl'))))")
+def imported_by(module: str, condition: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``import module`` for which the Python
+    expression ``condition`` (over the module name ``m``) is true."""
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if {condition}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.strip() == "[]"
+    return ast.literal_eval(out)
+
+
+def test_the_data_source_imports_no_dbt() -> None:
+    """Each Python worker imports the data source; dbt-core would double what it holds."""
+    assert imported_by("dbt.adapters.ducklake.spark.datasource", (
+        "m.startswith(('dbt.adapters.base', 'dbt_common', 'agate', 'jinja2', 'mashumaro', "
+        "'dbt.adapters.ducklake.impl'))")) == []
 
 
 def test_the_format_lookup_imports_only_the_class() -> None:
     """Spark's lookup of formats imports ``pyspark_ducklake`` in a worker of its own: it needs
     the class, not the catalog client, the façade or pyarrow (0.6 s per worker process)."""
-    code = ("import sys, pyspark_ducklake; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', "
-            "'pyarrow') or m.startswith(('dbt.adapters.ducklake.lake.', "
-            "'dbt.adapters.ducklake.spark.lake', 'dbt.adapters.ducklake.spark.datasource.'))"
-            " and not m.endswith('.workers')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]"
+    assert imported_by("pyspark_ducklake", (
+        "m.split('.')[0] in ('sqlalchemy', 'pyarrow') or m.startswith(("
+        "'dbt.adapters.ducklake.lake.', 'dbt.adapters.ducklake.spark.lake', "
+        "'dbt.adapters.ducklake.spark.datasource.')) and not m.endswith('.workers')")) == []
 
 
 def test_the_packages_names_resolve_on_first_use() -> None:
