@@ -43,6 +43,29 @@ def test_a_small_aggregate_is_written_by_one_task_and_the_settings_come_back(
 
 
 @pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_small_write_is_one_file(spark, lake, engine) -> None:  # noqa: ANN001
+    """Literal rows are split over the session's two cores; a small statement writes them
+    from one task, so the table has one file (and its reads one task)."""
+    assert spark.sql("select * from range(100)").rdd.getNumPartitions() == 2
+    engine.execute("create table main.t as select id, id % 7 as k from range(100)")
+    engine.execute("create table main.u as select * from main.t where k <> 3")
+    assert (data_files(lake, "main.t"), data_files(lake, "main.u")) == (1, 1)
+    rows = engine.execute("select count(*), sum(id) from main.u").df.collect()
+    assert tuple(rows[0]) == (86, sum(i for i in range(100) if i % 7 != 3))
+    # rows laid out on purpose keep their layout: a file per task
+    engine.execute("create table main.v as select /*+ REPARTITION(3) */ * from main.t")
+    engine.execute("create table main.w as select id from range(0, 100, 1, 3)")
+    lake.create_table("main.x", spark.range(100).repartition(3))
+    assert [data_files(lake, f"main.{n}") for n in "vwx"] == [3, 3, 3]
+    spark.conf.set(sizing.MAX_BYTES_CONF, "0")
+    try:
+        engine.execute("create table main.y as select id from range(100)")
+        assert data_files(lake, "main.y") == 2  # Spark's settings: a file per task
+    finally:
+        spark.conf.unset(sizing.MAX_BYTES_CONF)
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
 def test_max_bytes_zero_keeps_sparks_settings(spark, lake, engine) -> None:  # noqa: ANN001
     spark.conf.set(sizing.MAX_BYTES_CONF, "0")
     try:
@@ -60,6 +83,11 @@ def test_what_counts_as_small(spark, lake, engine) -> None:  # noqa: ANN001
     small = engine.execute("select * from main.t where id > 3").df
     assert sizing.is_small(spark, small)
     assert sizing.is_small(spark, spark.sql("select * from values (1, 'a') as v(i, s)"))
+    # a CTE's reference is sized by its definition (dbt's accepted_values test has one)
+    assert sizing.is_small(spark, engine.execute(
+        "with c as (select id from main.t) select count(*) from c join c as d using (id)").df)
+    assert not sizing.is_small(spark, spark.sql(
+        "with c as (select id from range(1000000000)) select count(*) from c"))
     # a subquery's relations are not the plan's leaves: not sized, so not small
     assert not sizing.is_small(spark, engine.execute(
         "select * from main.t where id in (select id from main.t)").df)

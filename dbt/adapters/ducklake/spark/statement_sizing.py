@@ -32,6 +32,7 @@ from ..lake.errors import InvalidArgumentError
 from .expressions import java_class
 
 PATTERNS = "org.apache.spark.sql.catalyst.trees.TreePattern"
+CTE_REFERENCE = "CTERelationRef"
 MAX_BYTES_CONF = "spark.ducklake.smallStatement.maxBytes"
 DEFAULT_MAX_BYTES = 32 << 20
 SMALL_CONF = {
@@ -54,18 +55,43 @@ def max_bytes(spark: SparkSession) -> int:
 
 def input_bytes(spark: SparkSession, df: DataFrame) -> int | None:
     """The bytes ``df`` reads: the sum of its analysed plan's leaf sizes; ``None`` when one
-    is unknown or the plan has subqueries in expressions."""
+    is unknown or the plan has subqueries in expressions.
+
+    A reference to a common table expression (``CTERelationRef``) is a leaf Spark cannot
+    size, but its definition is in the same plan (under ``WithCTE``), whose leaves are summed
+    with the others: so the reference counts nothing (a CTE read twice counts once). dbt's
+    ``accepted_values`` test, and many models, are written with CTEs."""
     plan = df._jdf.queryExecution().analyzed()  # noqa: SLF001 - no public plan API
     if plan.containsPattern(java_class(spark, PATTERNS).PLAN_EXPRESSION()):
         return None
     total = 0
     leaves = plan.collectLeaves().iterator()
     while leaves.hasNext():
-        size = int(str(leaves.next().stats().sizeInBytes()))
+        leaf = leaves.next()
+        if leaf.nodeName() == CTE_REFERENCE:
+            continue
+        size = int(str(leaf.stats().sizeInBytes()))
         if size >= (1 << 62):  # Spark's defaultSizeInBytes: it does not know
             return None
         total += size
     return total
+
+
+def layout_is_implicit(spark: SparkSession, df: DataFrame) -> bool:
+    """Whether ``df``'s rows are spread over tasks only as its inputs happen to split: no
+    repartition, coalesce or rebalance (a method call or a hint) and no ``range`` given a
+    number of slices. A write may then choose its own number of tasks."""
+    plan = df._jdf.queryExecution().analyzed()  # noqa: SLF001 - no public plan API
+    patterns = java_class(spark, PATTERNS)
+    if plan.containsPattern(patterns.REPARTITION_OPERATION()) or \
+            plan.containsPattern(patterns.REBALANCE_PARTITIONS()):
+        return False
+    leaves = plan.collectLeaves().iterator()
+    while leaves.hasNext():
+        leaf = leaves.next()
+        if leaf.nodeName() == "Range" and leaf.numSlices().isDefined():
+            return False
+    return True
 
 
 def is_small(spark: SparkSession, df: DataFrame) -> bool:

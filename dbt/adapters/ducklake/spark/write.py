@@ -377,15 +377,18 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
     keys = tuple(partition_keys)
     if split_new_rows and not (row_ids and lake_files.is_local(table_dir)):
         raise AssertionError("split_new_rows needs row ids and a local data path")
-    df = _laid_out(df, keys, sort_by, single_file, split_new_rows, drop_after_sort)
-    observed = _observed(df, columns)
     try:
-        writer = observed.df.write.mode("overwrite")
-        for key, value in {**WRITE_OPTIONS, **_spark_parquet_options(parquet)}.items():
-            writer = writer.option(key, value)
-        if keys or split_new_rows:
-            writer = writer.partitionBy(PARTITION_COLUMN)
-        with statement_sizing.sized(spark, df):  # small inputs: no codegen, one partition
+        # small inputs: no codegen, one shuffle partition, and one task (so one file) unless
+        # the rows were laid out on purpose
+        with statement_sizing.sized(spark, df) as small:
+            one_task = small and statement_sizing.layout_is_implicit(spark, df)
+            observed = _observed(_laid_out(df, keys, sort_by, single_file, split_new_rows,
+                                           drop_after_sort, one_task), columns)
+            writer = observed.df.write.mode("overwrite")
+            for key, value in {**WRITE_OPTIONS, **_spark_parquet_options(parquet)}.items():
+                writer = writer.option(key, value)
+            if keys or split_new_rows:
+                writer = writer.partitionBy(PARTITION_COLUMN)
             writer.parquet(staging)
         values = observed.observation.get
     except BaseException as exc:
@@ -414,9 +417,14 @@ def stage(spark: SparkSession, df: DataFrame, table_dir: str,
 
 def _laid_out(df: DataFrame, keys: tuple[PartitionKey, ...], sort_by: Sequence[Any],
               single_file: bool, split_new_rows: bool, drop_after_sort: Sequence[str],
-              ) -> DataFrame:
+              one_task: bool = False) -> DataFrame:
     """``df`` shuffled and sorted as its files must be: one partition per file, new rows
-    apart from kept ones (``split_new_rows``), each file in the table's sort order."""
+    apart from kept ones (``split_new_rows``), each file in the table's sort order.
+
+    ``one_task`` (a statement with small inputs) writes an unpartitioned table's rows from
+    one task, without a shuffle: one file instead of one per input split (literal rows are
+    split over the session's cores), so the write and every later read of the table run one
+    task where they ran several, each with its own setup, commit and file to open."""
     new_kind = F.when(F.col(ROW_ID_COLUMN).isNull(), F.lit(_NEW_ROWS)).otherwise(F.lit("k")) \
         if split_new_rows else None
     if sort_by and not keys and not single_file:
@@ -433,6 +441,8 @@ def _laid_out(df: DataFrame, keys: tuple[PartitionKey, ...], sort_by: Sequence[A
         df = df.withColumn(PARTITION_COLUMN, new_kind)
     elif single_file:  # compaction output: one file
         df = df.repartition(1)
+    if one_task and not keys and not single_file:
+        df = df.coalesce(1)
     if sort_by:  # after the shuffle, so that each file is written in this order; by the
         # hive column first, which Spark's writer would otherwise sort by again
         by_file = [F.col(PARTITION_COLUMN)] if keys or new_kind is not None else []
@@ -878,6 +888,11 @@ def _fs(spark: SparkSession, jpath: Any) -> Any:
 
 
 def _hadoop_list(spark: SparkSession, directory: str, recursive: bool = False) -> list[str]:
+    """The files under ``directory``. A local directory is listed by Python: Hadoop's local
+    file system starts an ``ls -ld`` process for every file it lists (to read the file's
+    permissions), and each file costs py4j round trips."""
+    if lake_files.is_local(directory):
+        return _local_list(directory, recursive)
     jpath = _jvm_path(spark, directory)
     fs = _fs(spark, jpath)
     out = []
@@ -889,6 +904,16 @@ def _hadoop_list(spark: SparkSession, directory: str, recursive: bool = False) -
     return sorted(out)
 
 
+def _local_list(directory: str, recursive: bool) -> list[str]:
+    root = os.path.abspath(lake_files.strip_scheme(directory))  # as Hadoop qualifies it
+    out = []
+    for base, _dirs, names in os.walk(root):
+        out += [os.path.join(base, name) for name in names]
+        if not recursive:
+            break
+    return sorted(out)
+
+
 def _local_form(directory: str, uri_path: str, full: str) -> str:
     """A listed file in the same form as ``directory`` (plain path or URL)."""
     if "://" in lake_files.strip_scheme(directory):
@@ -897,6 +922,11 @@ def _local_form(directory: str, uri_path: str, full: str) -> str:
 
 
 def _hadoop_rename(spark: SparkSession, source: str, target: str) -> None:
+    if lake_files.is_local(source) and lake_files.is_local(target):  # no py4j round trips
+        local = lake_files.strip_scheme(target)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        os.rename(lake_files.strip_scheme(source), local)
+        return
     src, dst = _jvm_path(spark, source), _jvm_path(spark, target)
     fs = _fs(spark, src)
     try:  # the local file system keeps .crc side files; move the bare file only
