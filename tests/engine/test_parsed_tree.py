@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.ducklake.spark import jvm_classes
 from dbt.adapters.ducklake.sql import parsed_tree as pt
 from dbt.adapters.ducklake.sql.plans import relation_names, writing_node
 
@@ -48,16 +49,16 @@ def test_the_class_writes_the_tree_py4j_walks(spark, sql: str) -> None:  # noqa:
 def test_the_class_is_compiled_once_then_loaded_from_its_file(spark, tmp_path,  # noqa: ANN001
                                                                 monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(pt, "_writers", {})
+    monkeypatch.setattr(jvm_classes, "_instances", {})
     plan = spark._jsparkSession.sessionState().sqlParser().parsePlan("SELECT * FROM s.t")
     expected = pt._walked(spark, plan)
     assert pt.parsed_tree(spark, plan) == expected
-    (cached,) = tmp_path.glob("dbt-ducklake/parsed-tree-*/DuckLakeParsedTree.class")
-    monkeypatch.setattr(pt, "_writers", {})
+    (cached,) = tmp_path.glob("dbt-ducklake/DuckLakeParsedTree-*/DuckLakeParsedTree.class")
+    monkeypatch.setattr(jvm_classes, "_instances", {})
     # a class file that is there is loaded, not compiled again
-    monkeypatch.setattr(pt, "java_class", _no_compiler(pt.java_class))
+    monkeypatch.setattr(jvm_classes, "java_class", _no_compiler(jvm_classes.java_class))
     assert pt.parsed_tree(spark, plan) == expected
-    assert pt._writers and None not in pt._writers.values()
+    assert jvm_classes._instances and None not in jvm_classes._instances.values()
     assert cached.is_file()
 
 
@@ -70,7 +71,7 @@ def _no_compiler(java_class):  # noqa: ANN001, ANN202
 
 def test_without_the_class_the_tree_is_walked(spark, monkeypatch) -> None:  # noqa: ANN001
     client = spark.sparkContext._gateway._gateway_client
-    monkeypatch.setitem(pt._writers, id(client), None)
+    monkeypatch.setitem(jvm_classes._instances, (id(client), pt.CLASS_NAME), None)
     plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(STATEMENTS[2])
     named = relation_names(pt.parsed_tree(spark, plan))
     assert [name for _, _, name in named.qualified] == [("s", "u"), ("s", "t")]

@@ -155,3 +155,37 @@ def test_a_nested_execution_keeps_the_mode_its_thread_holds(spark) -> None:  # n
         with gate.running(spark.range(10 ** 9).toDF("id")) as inner:
             assert inner
     assert spark.conf.get(PARTITIONS) == gate._base[PARTITIONS]  # noqa: SLF001
+
+
+SIZED = [
+    "select * from main.t where id > 3",
+    "select * from values (1, 'a') as v(i, s)",
+    "with c as (select id from main.t) select count(*) from c join c as d using (id)",
+    "with c as (select id from range(1000000000)) select count(*) from c",
+    "select * from main.t where id in (select id from main.t)",
+    "select /*+ REPARTITION(3) */ * from main.t",
+    "select /*+ COALESCE(1) */ * from main.t",
+    "select id from range(0, 10, 1, 3)",
+    "select t.id from main.t as t join range(5) as r on t.id = r.id",
+]
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_the_compiled_class_answers_as_the_py4j_walk(spark, lake, engine,  # noqa: ANN001
+                                                     monkeypatch) -> None:
+    """``DuckLakeStatementSize`` (one call per statement) and the walk through py4j that
+    stands in where it cannot be compiled give the same sizes and layouts."""
+    engine.execute("create table main.t as select id from range(100)")
+    frames = [engine.execute(sql).df for sql in SIZED]
+    assert sizing._helper(spark) is not None, "the class did not compile: see the debug log"
+    compiled = [(sizing.input_bytes(spark, df), sizing.layout_is_implicit(spark, df))
+                for df in frames]
+    monkeypatch.setattr(sizing, "_helper", lambda spark: None)
+    walked = [(sizing.input_bytes(spark, df), sizing.layout_is_implicit(spark, df))
+              for df in frames]
+    assert compiled == walked
+    assert [size is not None for size, _ in compiled] == \
+        [True, True, True, True, False, True, True, True, True]
+    assert compiled[3][0] == 8 * 10 ** 9  # a CTE counts its definition's range
+    assert [implicit for _, implicit in compiled] == \
+        [True, True, True, True, True, False, False, False, True]

@@ -24,11 +24,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..lake.errors import InvalidArgumentError
+from . import jvm_classes
 from .expressions import java_class
 
 PATTERNS = "org.apache.spark.sql.catalyst.trees.TreePattern"
@@ -61,6 +63,10 @@ def input_bytes(spark: SparkSession, df: DataFrame) -> int | None:
     size, but its definition is in the same plan (under ``WithCTE``), whose leaves are summed
     with the others: so the reference counts nothing (a CTE read twice counts once). dbt's
     ``accepted_values`` test, and many models, are written with CTEs."""
+    helper = _helper(spark)
+    if helper is not None:
+        size = int(helper.inputBytes(df._jdf))  # noqa: SLF001 - the plan is the JVM's
+        return None if size < 0 else size
     plan = df._jdf.queryExecution().analyzed()  # noqa: SLF001 - no public plan API
     if plan.containsPattern(java_class(spark, PATTERNS).PLAN_EXPRESSION()):
         return None
@@ -81,6 +87,9 @@ def layout_is_implicit(spark: SparkSession, df: DataFrame) -> bool:
     """Whether ``df``'s rows are spread over tasks only as its inputs happen to split: no
     repartition, coalesce or rebalance (a method call or a hint) and no ``range`` given a
     number of slices. A write may then choose its own number of tasks."""
+    helper = _helper(spark)
+    if helper is not None:
+        return bool(helper.layoutIsImplicit(df._jdf))  # noqa: SLF001
     plan = df._jdf.queryExecution().analyzed()  # noqa: SLF001 - no public plan API
     patterns = java_class(spark, PATTERNS)
     if plan.containsPattern(patterns.REPARTITION_OPERATION()) or \
@@ -92,6 +101,16 @@ def layout_is_implicit(spark: SparkSession, df: DataFrame) -> bool:
         if leaf.nodeName() == "Range" and leaf.numSlices().isDefined():
             return False
     return True
+
+
+def _helper(spark: SparkSession) -> Any:
+    """``DuckLakeStatementSize`` in ``spark``'s JVM: the two functions above in one py4j call
+    each instead of about 14; ``None`` where it cannot be compiled (then they walk the plan
+    through py4j)."""
+    return jvm_classes.instance(spark, _HELPER_SOURCE, "DuckLakeStatementSize")
+
+
+_HELPER_SOURCE = Path(__file__).with_name("DuckLakeStatementSize.java")
 
 
 def is_small(spark: SparkSession, df: DataFrame) -> bool:

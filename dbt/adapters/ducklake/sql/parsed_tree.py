@@ -5,23 +5,19 @@ parser built (:func:`.plans.relation_names`). Walked through py4j, each method c
 a round trip to the JVM: a dbt snapshot's statement (60 nodes) took 40-110 ms, more than its
 parse, and with dbt's threads waiting on one another, a fifth of a snapshot test's time. A
 small Java class (``DuckLakeParsedTree.java``, beside this module) writes the tree out as text
-instead (2 ms); this module compiles it with Janino, which Spark ships, caches the class file
-under the user's cache directory (compiling costs 0.2 s, loading the file 10 ms), and reads
-the text back into :class:`ParsedNode` objects. Should the class not compile (another Spark
+instead (2 ms), compiled and cached by :mod:`..spark.jvm_classes`; this module reads the text
+back into :class:`ParsedNode` objects. Should the class not compile (another Spark
 version's API), the same tree is built through py4j, as slowly as before.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..spark import jvm_classes
 from ..spark.expressions import java_class
 
 log = logging.getLogger("dbt.adapters.ducklake")
@@ -113,75 +109,10 @@ def _unescaped(text: str) -> str:
 
 
 # ------------------------------------------------------------------ the class, once per JVM
-_writers: dict[int, Any] = {}  # id of the py4j gateway client -> the writer, or None
-_lock = threading.Lock()
-
-
 def _writer(spark: Any) -> Any:
     """An instance of ``DuckLakeParsedTree`` in ``spark``'s JVM; ``None`` if it cannot be
     made there (then :func:`_walked` builds the tree)."""
-    client = spark.sparkContext._gateway._gateway_client  # noqa: SLF001 - py4j's client
-    key = id(client)
-    if key in _writers:
-        return _writers[key]
-    with _lock:
-        if key not in _writers:
-            try:
-                _writers[key] = _load(spark)
-            except Exception:  # noqa: BLE001 - Janino or the cache: the slow walk still works
-                log.debug("the parsed-tree class is not available; plans are walked through "
-                          "py4j", exc_info=True)
-                _writers[key] = None
-    return _writers[key]
-
-
-def _load(spark: Any) -> Any:
-    """The writer from the cached class file, compiling and caching it first if need be."""
-    source = _SOURCE.read_text()
-    directory = _class_directory(source, spark.version)
-    path = directory / f"{CLASS_NAME}.class"
-    loader = java_class(spark, "java.lang.Thread").currentThread().getContextClassLoader()
-    if not path.is_file():
-        compiler = java_class(spark, "org.codehaus.janino.SimpleCompiler")()
-        compiler.setParentClassLoader(loader)
-        compiler.cook(source)
-        try:
-            _store(path, bytes(compiler.getBytecodes().get(CLASS_NAME)))
-        except OSError:
-            log.debug("cannot cache the parsed-tree class under %s", directory, exc_info=True)
-            return _instance(spark, compiler.getClassLoader().loadClass(CLASS_NAME))
-    gateway = spark.sparkContext._gateway  # noqa: SLF001
-    urls = gateway.new_array(java_class(spark, "java.net.URL"), 1)
-    urls[0] = java_class(spark, "java.io.File")(str(directory) + os.sep).toURI().toURL()
-    classes = java_class(spark, "java.net.URLClassLoader")(urls, loader)
-    return _instance(spark, classes.loadClass(CLASS_NAME))
-
-
-def _instance(spark: Any, cls: Any) -> Any:
-    gateway = spark.sparkContext._gateway  # noqa: SLF001
-    no_types = gateway.new_array(java_class(spark, "java.lang.Class"), 0)
-    no_args = gateway.new_array(java_class(spark, "java.lang.Object"), 0)
-    return cls.getDeclaredConstructor(no_types).newInstance(no_args)
-
-
-def _class_directory(source: str, spark_version: str) -> Path:
-    """Where the class compiled from ``source`` against this Spark version is cached."""
-    key = hashlib.sha256(f"{spark_version}\n{source}".encode()).hexdigest()[:16]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(cache) / "dbt-ducklake" / f"parsed-tree-{key}"
-
-
-def _store(path: Path, data: bytes) -> None:
-    """Write the class file whole or not at all (another process may be loading it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    return jvm_classes.instance(spark, _SOURCE, CLASS_NAME)
 
 
 # ------------------------------------------------------------- the same tree through py4j
