@@ -9,19 +9,21 @@ file and no staging directory outlives the call.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, NullType
+from pyspark.sql.types import DataType, LongType, NullType
 
 from ..lake import faults
 from ..lake import files as lake_files
@@ -46,7 +48,7 @@ from ..lake.parquet_footer import (
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
 from . import expressions as sql
-from . import physical, statement_sizing
+from . import jvm_classes, physical, statement_sizing
 from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
 
@@ -82,22 +84,19 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool = False,
         source = fields[given[column.column_name.lower()]]
         target = write_type(column)
         _check_type(source.name, source.dataType, column)
-        expr = F.col(sql.ident(source.name))
-        if source.dataType != target:
-            expr = expr.cast(target)
-        out.append(expr.alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
-    return df.select(*out, *_hidden_columns(row_ids, snapshot_ids))
+        out.append(Projected(sql.ident(source.name), column.column_name, column.column_id,
+                             None if source.dataType == target else target))
+    return project(df, out + _hidden_columns(row_ids, snapshot_ids))
 
 
-def _hidden_columns(row_ids: bool, snapshot_ids: bool) -> list[Column]:
+def _hidden_columns(row_ids: bool, snapshot_ids: bool) -> list[Projected]:
     """The hidden row-id and snapshot-id columns DuckDB writes, tagged with their field ids."""
     out = []
     if row_ids:
-        out.append(F.col(ROW_ID_COLUMN).cast(LongType())
-                   .alias(ROW_ID_COLUMN, metadata={FIELD_ID_KEY: ROW_ID_FIELD_ID}))
+        out.append(Projected(ROW_ID_COLUMN, ROW_ID_COLUMN, ROW_ID_FIELD_ID, LongType()))
     if snapshot_ids:
-        out.append(F.col(SNAPSHOT_ID_COLUMN).cast(LongType())
-                   .alias(SNAPSHOT_ID_COLUMN, metadata={FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}))
+        out.append(Projected(SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID,
+                             LongType()))
     return out
 
 
@@ -111,10 +110,42 @@ def conform_physical(df: DataFrame, columns: Sequence[ColumnInfo], row_ids: bool
     for column in columns:
         if column.column_name not in fields:
             raise SchemaMismatchError(f"column {column.column_name!r} is missing")
-        value = F.expr(physical.written(sql.ident(column.column_name), column))
-        out.append(value.cast(physical.write_type(column))
-                   .alias(column.column_name, metadata={FIELD_ID_KEY: column.column_id}))
-    return df.select(*out, *_hidden_columns(row_ids, snapshot_ids))
+        out.append(Projected(physical.written(sql.ident(column.column_name), column),
+                             column.column_name, column.column_id,
+                             physical.write_type(column)))
+    return project(df, out + _hidden_columns(row_ids, snapshot_ids))
+
+
+@dataclass(frozen=True)
+class Projected:
+    """A column of a write's projection: the value (Spark SQL text over the data's columns),
+    cast to ``cast`` unless ``None``, named ``name`` and tagged with its field id."""
+
+    expression: str
+    name: str
+    field_id: int
+    cast: DataType | None = None
+
+
+_PROJECTION_SOURCE = Path(__file__).with_name("DuckLakeProjection.java")
+
+
+def project(df: DataFrame, columns: Sequence[Projected]) -> DataFrame:
+    """``df.select`` of ``columns``: in one py4j call by ``DuckLakeProjection`` (PySpark
+    makes about 25 round trips a column), else through PySpark."""
+    helper = jvm_classes.instance(df.sparkSession, _PROJECTION_SOURCE, "DuckLakeProjection")
+    if helper is not None:
+        spec = json.dumps([{"expr": c.expression, "name": c.name, "field_id": c.field_id,
+                            "type": None if c.cast is None else c.cast.json()}
+                           for c in columns])
+        return DataFrame(helper.select(df._jdf, spec), df.sparkSession)  # noqa: SLF001
+    out = []
+    for c in columns:
+        value = F.expr(c.expression)
+        if c.cast is not None:
+            value = value.cast(c.cast)
+        out.append(value.alias(c.name, metadata={FIELD_ID_KEY: c.field_id}))
+    return df.select(*out)
 
 
 def conform_arrow(rows: pa.Table, columns: Sequence[ColumnInfo],
