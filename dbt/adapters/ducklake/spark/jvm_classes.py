@@ -2,14 +2,14 @@
 
 Reading a Spark plan from Python costs a py4j round trip per method call on each node, and
 every object handed back is a Python proxy whose release is another round trip. Where the
-adapter reads the same few facts of every statement's plan (the relations it names, the
-sizes of its inputs), a few lines of Java beside the Python module do the walk in the JVM
-and answer in one call. The source ships in the package; this module compiles it with
-Janino, which Spark ships (0.2 s), keeps the class file under the user's cache directory
-(``~/.cache/dbt-ducklake/<class>-<key>/``, the key naming the Spark version and the source),
-and loads it from there in later processes (about 10 ms). Whoever calls :func:`instance`
-keeps a Python fallback: ``None`` means the class could not be made (another Spark's API, no
-Janino), and then the slow walk still gives the same answer.
+adapter does the same thing for every statement (reading the relations its plan names and
+the sizes of its inputs, building a write's projection), a few lines of Java beside the
+Python module do it in the JVM in one call. The source ships in the package; this module
+compiles it with Janino, which Spark ships (0.2 s), keeps the class file under the user's
+cache directory (``~/.cache/dbt-ducklake/<class>-<key>/``, the key naming the Spark version
+and the source), and loads it from there in later processes (about 10 ms). Whoever calls
+:func:`instance` keeps a Python fallback: ``None`` means the class could not be made (another
+Spark's API, no Janino), and then the slow way still gives the same answer.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from .expressions import java_class
 
 PATTERNS = "org.apache.spark.sql.catalyst.trees.TreePattern"
 CTE_REFERENCE = "CTERelationRef"
+_HELPER_SOURCE = Path(__file__).with_name("DuckLakeStatementSize.java")
 MAX_BYTES_CONF = "spark.ducklake.smallStatement.maxBytes"
 DEFAULT_MAX_BYTES = 32 << 20
 SMALL_CONF = {
@@ -108,9 +109,6 @@ def _helper(spark: SparkSession) -> Any:
     each instead of about 14; ``None`` where it cannot be compiled (then they walk the plan
     through py4j)."""
     return jvm_classes.instance(spark, _HELPER_SOURCE, "DuckLakeStatementSize")
-
-
-_HELPER_SOURCE = Path(__file__).with_name("DuckLakeStatementSize.java")
 
 
 def is_small(spark: SparkSession, df: DataFrame) -> bool:
