@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -24,7 +24,9 @@ from .publish_gate import current_runtime
 from .runtime import Runtime, set_statement_node
 from .spark import statement_sizing
 from .spark.expressions import string
-from .sql.engine import StatementResult
+
+if TYPE_CHECKING:
+    from .sql.engine import StatementResult
 
 logger = AdapterLogger("DuckLake")
 

@@ -10,19 +10,20 @@ from dbt.adapters.base.relation import BaseRelation
 
 from .column import type_name
 from .lake.errors import NotFoundError
-from .lake.inlining import rows as inlined_data
 from .relation import lake_name
-from .runtime import Runtime
-from .spark.lake import UNCHANGED
 from .sql.names import quote
 
 if TYPE_CHECKING:
     import agate
 
+    from .runtime import Runtime
+
 
 def persist_docs(runtime: Runtime, relation: BaseRelation, description: str | None,
                  columns: dict[str, Any] | None) -> None:
     """Store descriptions as DuckLake ``comment`` tags (readable by DuckDB)."""
+    from .spark.lake import UNCHANGED  # the façade: not with the adapter's import
+
     lake = runtime.lake.catalog
     name = schema, identifier = lake_name(relation)
     comments: dict[str, str | None] = {}
@@ -49,6 +50,8 @@ def catalog(runtime: Runtime, schemas: list[str]) -> agate.Table:
     """Rows of ``dbt docs generate``'s catalog, from DuckLake metadata and statistics."""
     from dbt_common.clients.agate_helper import table_from_rows
 
+    from .lake.inlining import rows as inlined_rows  # SQLAlchemy: not with the adapter's import
+
     lake = runtime.lake.catalog
     rows = []
     view_comments = {}
@@ -57,7 +60,7 @@ def catalog(runtime: Runtime, schemas: list[str]) -> agate.Table:
         for table in lake.tables(None, None, conn):
             if table.schema_name.lower() not in wanted:
                 continue
-            stats = inlined_data.live_size(lake, table.table_id, conn)
+            stats = inlined_rows.live_size(lake, table.table_id, conn)
             comment = lake.comment(table.table_id, conn)
             col_comments = lake.column_comments(table.table_id, conn)
             for i, col in enumerate(lake.columns(table.table_id, None, conn)):

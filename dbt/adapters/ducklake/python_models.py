@@ -12,8 +12,6 @@ from dbt_common.exceptions import DbtRuntimeError
 from .lake.errors import DuckLakeError
 from .relation import lake_name
 from .runtime import Runtime, check_writable
-from .spark.lake import LakeTable
-from .table_settings import sorted_by_of, table_options_of
 
 
 def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
@@ -30,6 +28,9 @@ def submit(runtime: Runtime, relation: BaseRelation, parsed_model: dict,
 
     def write(df: Any) -> None:
         from pyspark.sql import DataFrame
+
+        from .spark.lake import LakeTable
+        from .table_settings import sorted_by_of, table_options_of
 
         if not isinstance(df, DataFrame):
             # pandas-on-Spark frames convert themselves; pandas frames go through Arrow

@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructType
+
+if TYPE_CHECKING:  # annotations only: loading the adapter does not import pyarrow
+    import pyarrow as pa
 
 # Joins the expressions of a projection into the one string sent to the JVM; an expression
 # that holds it (it cannot come from a catalog name or value in practice) falls back to
