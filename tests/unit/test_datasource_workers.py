@@ -3,23 +3,14 @@ for, and the objects the daemon's collection after each call no longer walks."""
 
 from __future__ import annotations
 
-import ast
 import gc
 import subprocess
 import sys
 
 import pytest
+from imports import imported_by
 
 from dbt.adapters.ducklake.spark.datasource import workers
-
-
-def imported_by(module: str, condition: str) -> list[str]:
-    """The modules a fresh interpreter holds after ``import module`` for which the Python
-    expression ``condition`` (over the module name ``m``) is true."""
-    code = f"import sys, {module}; print(sorted(m for m in sys.modules if {condition}))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    return ast.literal_eval(out)
 
 
 def test_the_data_source_imports_no_dbt() -> None:

@@ -9,6 +9,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from imports import imported_by
 
 from dbt.adapters.ducklake import runtime
 
@@ -101,11 +102,5 @@ def test_the_connection_waits_for_the_early_start(command, monkeypatch) -> None:
 def test_loading_the_adapter_leaves_the_lakes_libraries_for_the_connection() -> None:
     """dbt imports the adapter for every command; SQLAlchemy, pyarrow and numpy (about 0.45 s
     of a `dbt ls`) are imported when the first connection opens."""
-    import subprocess
-    import sys
-
-    code = ("import sys, dbt.adapters.ducklake.impl; print(sorted({m.split('.')[0] for m in "
-            "sys.modules} & {'sqlalchemy', 'pyarrow', 'numpy', 'sqlglot'}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]"
+    assert imported_by("dbt.adapters.ducklake.impl",
+                       "m.split('.')[0] in ('sqlalchemy', 'pyarrow', 'numpy', 'sqlglot')") == []

@@ -3,10 +3,8 @@ sqlglot only)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from imports import imported_by
 
 from dbt.adapters.ducklake.lake.errors import UnsupportedViewError
 from dbt.adapters.ducklake.lake.models import (
@@ -151,10 +149,6 @@ def test_spark_constructs_without_a_duckdb_equivalent_are_named(sql: str, constr
 
 def test_sqlglot_is_imported_on_first_use() -> None:
     """Every dbt start imports the adapter; sqlglot (0.1 s) only a view's translation needs."""
-    code = ("import sys, dbt.adapters.ducklake.impl; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlglot'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]"
+    assert imported_by("dbt.adapters.ducklake.impl", "m.split('.')[0] == 'sqlglot'") == []
     assert len(view_dialects._translatable()) == len(
         view_dialects._SAME_IN_DUCKDB + view_dialects._REWRITTEN_FOR_DUCKDB)
