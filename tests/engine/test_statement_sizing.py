@@ -189,3 +189,49 @@ def test_the_compiled_class_answers_as_the_py4j_walk(spark, lake, engine,  # noq
     assert compiled[3][0] == 8 * 10 ** 9  # a CTE counts its definition's range
     assert [implicit for _, implicit in compiled] == \
         [True, True, True, True, True, False, False, False, True]
+
+
+ONE_STAGE = [
+    # dbt's accepted_values and unique tests: an aggregate inside the test's count
+    "select count(*) from (with v as (select k, count(*) as n from main.t group by k) "
+    "select * from v where k not in (0, 1, 2))",
+    "select count(*) from (select id, count(*) from main.t group by id having count(*) > 1)",
+    # relationships: a join; a window; a global sort; a union
+    "select count(*) from (select c.k from main.t as c left join main.u as p on c.k = p.k "
+    "where p.k is null)",
+    "select id, rank() over (partition by k order by id desc) as r from main.t",
+    "select * from main.t order by k desc, id",
+    "select k, count(*) from (select k from main.t union all select k from main.u) group by k",
+]
+
+
+def exchanges(df) -> list[str]:  # noqa: ANN001
+    """The exchanges (shuffles and broadcasts) of ``df``'s executed plan."""
+    plan = df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    return [line.strip() for line in plan.splitlines() if "Exchange" in line]
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_a_small_statement_runs_as_one_stage_with_the_same_rows(spark, lake, engine) -> None:  # noqa: ANN001
+    """Aggregates, joins, windows, sorts and unions of small inputs plan no exchange (each
+    input read into one partition, which every operator keeps); the rows are those Spark's
+    own plan gives. ``main.u`` holds inlined rows beside a file (a union inside its scan)."""
+    engine.execute("create table main.t as select id, id % 5 as k from range(200)")
+    engine.execute("create table main.u as select id, id % 3 as k from range(50)")
+    lake.table("main.u").append(spark.range(3).selectExpr("id", "id as k"))  # inlined
+    for sql in ONE_STAGE:
+        df = engine.execute(sql).df
+        assert exchanges(df), sql  # Spark's own plan shuffles (or broadcasts)
+        expected = [tuple(r) for r in df.collect()]
+        with sizing.sized(spark, df) as small:
+            assert small
+            single = sizing.one_partition(spark, df)
+            got = [tuple(r) for r in single.collect()]
+            assert exchanges(single) == [], sql
+        assert (sorted(got) if "order by k" not in sql else got) == \
+            (sorted(expected) if "order by k" not in sql else expected), sql
+    # rows laid out on purpose, and a plan that is one leaf, are left as they are
+    laid_out = engine.execute("select /*+ REPARTITION(3) */ * from main.t").df
+    assert sizing.one_partition(spark, laid_out) is laid_out
+    leaf = spark.range(3)
+    assert sizing.one_partition(spark, leaf) is leaf

@@ -58,7 +58,7 @@ class DuckLakeCursor:
         if self._rows is None:
             df = self.result.df if self.result else None
             self._rows = [] if df is None else [tuple(r) for r in statement_sizing.run_sized(
-                df.sparkSession, df, df.collect)]
+                df.sparkSession, df, lambda run: run.collect())]
         return self._rows
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:

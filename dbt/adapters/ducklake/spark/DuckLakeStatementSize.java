@@ -7,6 +7,8 @@
 import java.math.BigInteger;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Range;
+import org.apache.spark.sql.catalyst.plans.logical.Repartition;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.trees.TreePattern;
 
 public class DuckLakeStatementSize {
@@ -53,6 +55,35 @@ public class DuckLakeStatementSize {
       }
     }
     return true;
+  }
+
+  // ``dataset`` (a classic Dataset) with every leaf and every union followed by a coalesce to
+  // one partition, when its rows are laid out implicitly (else ``dataset`` itself). Every
+  // operator above then sees one partition (Spark's SinglePartition), which satisfies every
+  // distribution an aggregate, a join, a window or a sort requires: the statement plans no
+  // exchange and runs as one stage of one task, instead of a stage per exchange with a
+  // shuffle written and read between them.
+  public Object onePartition(Object dataset) {
+    LogicalPlan plan = analyzed(dataset);
+    if (plan.children().isEmpty() || !layoutIsImplicit(dataset)) {
+      return dataset;
+    }
+    org.apache.spark.sql.classic.Dataset ds = (org.apache.spark.sql.classic.Dataset) dataset;
+    return org.apache.spark.sql.classic.Dataset.ofRows(ds.sparkSession(), coalesced(plan));
+  }
+
+  private static LogicalPlan coalesced(LogicalPlan plan) {
+    if (plan.children().isEmpty()) {
+      return new Repartition(1, false, plan);
+    }
+    java.util.ArrayList children = new java.util.ArrayList();
+    scala.collection.Iterator it = plan.children().iterator();
+    while (it.hasNext()) {
+      children.add(coalesced((LogicalPlan) it.next()));
+    }
+    LogicalPlan out = (LogicalPlan) plan.withNewChildren(
+        scala.jdk.javaapi.CollectionConverters.asScala(children).toSeq());
+    return plan instanceof Union ? new Repartition(1, false, out) : out;
   }
 
   private static LogicalPlan analyzed(Object dataset) {

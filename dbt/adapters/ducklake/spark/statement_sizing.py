@@ -1,5 +1,5 @@
-"""Spark settings for small statements: one shuffle partition, no adaptive execution and no
-whole-stage code generation when every input of a statement is small.
+"""Spark settings for small statements: one stage of one task, no adaptive execution, no
+whole-stage code generation and no broadcast joins when every input of a statement is small.
 
 Spark's defaults suit big inputs: 200 shuffle partitions that adaptive query execution then
 coalesces (running each exchange as a job of its own and planning the rest again), and Java
@@ -10,6 +10,12 @@ statement reads is known before it runs: the size of every relation in its analy
 for a lake table is the sum of its live data files' sizes from the catalog (the scan hands Spark
 exactly those files), and for literal rows their count. Unknown sizes (a source Spark cannot
 size) and subqueries in expressions (whose relations are not the plan's leaves) count as big.
+
+A small statement is also planned as one stage (:func:`one_partition`): each input is read into
+one partition, so no aggregate, join or sort needs an exchange; joins are then sort-merge joins
+inside that stage, not broadcasts (a broadcast is a job of its own). Measured on a warm dbt
+process (2026-11-30, 2 cores): the 40 data tests of 10 small models, 4 threads, 5.0 s -> 4.4 s
+and 7.3 -> 6.0 s of JVM CPU; a ``relationships``-shaped join 145 -> 122 ms.
 
 All of dbt's threads share one SparkSession, whose settings are the session's: a
 :class:`SizingGate` switches the session between the two modes only when no statement of the
@@ -22,7 +28,7 @@ alone. None of the settings changes a result: the engine tests run with them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,7 @@ SMALL_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
 
 
@@ -104,10 +111,25 @@ def layout_is_implicit(spark: SparkSession, df: DataFrame) -> bool:
     return True
 
 
+def one_partition(spark: SparkSession, df: DataFrame) -> DataFrame:
+    """``df`` planned as one stage of one task: each of its inputs (and each union) read
+    into one partition, which every operator above keeps, so that no aggregate, join, window
+    or sort needs an exchange (``df`` itself when its rows were laid out on purpose, see
+    :func:`layout_is_implicit`). For statements with small inputs: a dbt data test over a
+    small table then runs one stage instead of two or three (the test's count shuffles, and
+    so does an aggregate in its query), a fifth less time. Same rows, in one task; ``df``
+    itself where the helper class cannot be compiled."""
+    helper = _helper(spark)
+    if helper is None:
+        return df
+    single = helper.onePartition(df._jdf)  # noqa: SLF001 - the plan is the JVM's
+    return df if single.equals(df._jdf) else DataFrame(single, spark)  # noqa: SLF001
+
+
 def _helper(spark: SparkSession) -> Any:
-    """``DuckLakeStatementSize`` in ``spark``'s JVM: the two functions above in one py4j call
-    each instead of about 14; ``None`` where it cannot be compiled (then they walk the plan
-    through py4j)."""
+    """``DuckLakeStatementSize`` in ``spark``'s JVM: the functions above in one py4j call
+    each instead of about 14; ``None`` where it cannot be compiled (then the sizes and the
+    layout are read by walking the plan through py4j, and statements keep their stages)."""
     return jvm_classes.instance(spark, _HELPER_SOURCE, "DuckLakeStatementSize")
 
 
@@ -225,7 +247,8 @@ def sized(spark: SparkSession, df: DataFrame) -> Iterator[bool]:
         yield small
 
 
-def run_sized(spark: SparkSession, df: DataFrame, action: Any) -> Any:
-    """``action()`` (which executes ``df``) under :func:`sized`."""
-    with sized(spark, df):
-        return action()
+def run_sized(spark: SparkSession, df: DataFrame, action: Callable[[DataFrame], Any]) -> Any:
+    """``action(df)`` under :func:`sized`; a small ``df`` planned as one stage
+    (:func:`one_partition`)."""
+    with sized(spark, df) as small:
+        return action(one_partition(spark, df) if small else df)

@@ -455,7 +455,8 @@ def _laid_out(df: DataFrame, keys: tuple[PartitionKey, ...], sort_by: Sequence[A
     ``one_task`` (a statement with small inputs) writes an unpartitioned table's rows from
     one task, without a shuffle: one file instead of one per input split (literal rows are
     split over the session's cores), so the write and every later read of the table run one
-    task where they ran several, each with its own setup, commit and file to open."""
+    task where they ran several, each with its own setup, commit and file to open; and the
+    query runs as one stage (:func:`.statement_sizing.one_partition`)."""
     new_kind = F.when(F.col(ROW_ID_COLUMN).isNull(), F.lit(_NEW_ROWS)).otherwise(F.lit("k")) \
         if split_new_rows else None
     if sort_by and not keys and not single_file:
@@ -473,7 +474,7 @@ def _laid_out(df: DataFrame, keys: tuple[PartitionKey, ...], sort_by: Sequence[A
     elif single_file:  # compaction output: one file
         df = df.repartition(1)
     if one_task and not keys and not single_file:
-        df = df.coalesce(1)
+        df = statement_sizing.one_partition(df.sparkSession, df).coalesce(1)
     if sort_by:  # after the shuffle, so that each file is written in this order; by the
         # hive column first, which Spark's writer would otherwise sort by again
         by_file = [F.col(PARTITION_COLUMN)] if keys or new_kind is not None else []
@@ -978,8 +979,7 @@ def _hadoop_delete(spark: SparkSession, path: str) -> None:
 
 
 def local_rows(df: DataFrame) -> pa.Table:
-    with statement_sizing.sized(df.sparkSession, df):
-        return df.toArrow()
+    return statement_sizing.run_sized(df.sparkSession, df, DataFrame.toArrow)
 
 
 def not_null_error(violations: dict[str, int]) -> SchemaMismatchError:
