@@ -235,3 +235,14 @@ def test_a_small_statement_runs_as_one_stage_with_the_same_rows(spark, lake, eng
     assert sizing.one_partition(spark, laid_out) is laid_out
     leaf = spark.range(3)
     assert sizing.one_partition(spark, leaf) is leaf
+    # a cached source (a MERGE's or an incremental model's) is still read from its cache
+    cached = engine.execute("select k, count(*) as n from main.t group by k").df.cache()
+    try:
+        expected = sorted(tuple(r) for r in cached.collect())
+        single = sizing.one_partition(spark, cached.where("n > 0"))
+        plan = single._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+        read = plan.split("InMemoryRelation")[0]  # what runs; below is what the cache holds
+        assert "InMemoryTableScan" in read and "FileScan" not in read, plan
+        assert sorted(tuple(r) for r in single.collect()) == expected
+    finally:
+        cached.unpersist()

@@ -62,13 +62,17 @@ public class DuckLakeStatementSize {
   // operator above then sees one partition (Spark's SinglePartition), which satisfies every
   // distribution an aggregate, a join, a window or a sort requires: the statement plans no
   // exchange and runs as one stage of one task, instead of a stage per exchange with a
-  // shuffle written and read between them.
+  // shuffle written and read between them. The plan is taken with cached data substituted
+  // (a cached part is one leaf then), so that a cache still answers for what it holds.
   public Object onePartition(Object dataset) {
-    LogicalPlan plan = analyzed(dataset);
-    if (plan.children().isEmpty() || !layoutIsImplicit(dataset)) {
+    org.apache.spark.sql.classic.Dataset ds = (org.apache.spark.sql.classic.Dataset) dataset;
+    if (!layoutIsImplicit(dataset)) {
       return dataset;
     }
-    org.apache.spark.sql.classic.Dataset ds = (org.apache.spark.sql.classic.Dataset) dataset;
+    LogicalPlan plan = ds.queryExecution().withCachedData();
+    if (plan.children().isEmpty()) {
+      return dataset;
+    }
     return org.apache.spark.sql.classic.Dataset.ofRows(ds.sparkSession(), coalesced(plan));
   }
 
