@@ -4,6 +4,8 @@ for, and the objects the daemon's collection after each call no longer walks."""
 from __future__ import annotations
 
 import gc
+import os
+import socket
 import subprocess
 import sys
 
@@ -123,3 +125,35 @@ def test_spark_finds_the_format_where_its_lookup_can_import_it(monkeypatch,  # n
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     assert not found_without_registering()  # pyspark_ducklake not importable here
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK") or not os.path.isdir("/proc/self/fd"),
+                    reason="TCP_QUICKACK and /proc/self/fd are Linux's")
+def test_held_back_acknowledgements_are_sent_at_once() -> None:
+    """A worker's connection to the JVM, after request-response calls, is in delayed-ACK
+    mode (the kernel reports quick-ACK off); after ``acknowledge_at_once`` it is in quick-ACK
+    mode. Unix sockets are not TCP's: not counted."""
+    def quickack(sock: socket.socket) -> int:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK)
+
+    with socket.create_server(("127.0.0.1", 0)) as server, \
+            socket.create_connection(server.getsockname()) as jvm:
+        worker, _ = server.accept()
+        with worker:
+            for _ in range(5):  # calls: a command, then an answer
+                jvm.sendall(b"command")
+                worker.recv(64)
+                worker.sendall(b"answer")
+                jvm.recv(64)
+            jvm.sendall(b"next command")
+            worker.recv(64)
+            assert quickack(worker) == 0  # the ACK of the command is held back
+            told = workers.acknowledge_at_once()
+            assert quickack(worker) == 1
+            assert told >= 2  # the worker's end and the JVM's
+            unix = socket.socketpair()
+            try:
+                assert workers.acknowledge_at_once() == told
+            finally:
+                for end in unix:
+                    end.close()

@@ -147,7 +147,7 @@ class DuckLakeDataSource(DataSource):
         from .options import ReadOptions
         from .reader import snapshot_of, table_state
 
-        workers.settle()
+        workers.begin_call()
         options = ReadOptions.parse(self.options)
         state = table_state(options.lake, snapshot_of(options.lake.open(), options),
                             contents=False)
@@ -163,7 +163,7 @@ class DuckLakeDataSource(DataSource):
         from .options import ReadOptions
         from .reader import LakeBatchReader, LakeFilteringReader, pushdown_enabled
 
-        workers.settle()
+        workers.begin_call()
         options = ReadOptions.parse(self.options)
         if options.change_feed or options.starting_snapshot is not None:
             raise InvalidArgumentError(
@@ -177,21 +177,21 @@ class DuckLakeDataSource(DataSource):
         from .options import ReadOptions
         from .source import LakeStreamReader
 
-        workers.settle()
+        workers.begin_call()
         return LakeStreamReader(ReadOptions.parse(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
         from .options import SinkOptions
         from .sink import LakeStreamWriter
 
-        workers.settle()
+        workers.begin_call()
         return LakeStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
         from .options import SinkOptions
         from .sink import LakeBatchWriter
 
-        workers.settle()
+        workers.begin_call()
         return LakeBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
 
 

@@ -146,7 +146,7 @@ class LakeBatchReader(DataSourceReader):
         return partitions_of(state, self.out, files)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        workers.settle()
+        workers.begin_call()
         yield from read_partition(partition, self.out)
 
 

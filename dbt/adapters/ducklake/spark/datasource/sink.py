@@ -90,7 +90,7 @@ class _LakeWriter:
 
     # ---------------------------------------------------------------- on the executors
     def _write(self, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
-        workers.settle()
+        workers.begin_call()
         plan = self.plan
         message = LakeCommitMessage(plan=plan)
         held: list[pa.RecordBatch] = []

@@ -216,7 +216,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.lineage) for b in deleted))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        workers.settle()
+        workers.begin_call()
         if isinstance(partition, ChangesPartition):
             yield from _change_rows(partition, self.lineage)
             return
