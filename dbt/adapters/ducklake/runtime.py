@@ -241,7 +241,7 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
     active = SparkContext._active_spark_context  # noqa: SLF001
     conf = {key: str(value) for key, value in (credentials.spark_conf or {}).items()}
     if active is None:
-        conf = jvm_archive.for_driver(conf)
+        conf = jvm_archive.for_driver(with_collector(conf))
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _stderr_to(jvm_output_file(credentials, joining=active is not None)):
@@ -249,6 +249,35 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
     # Task failures reach the user as the statement's error; the JVM's own log is noise.
     session.sparkContext.setLogLevel("FATAL")
     return session
+
+
+# The garbage collector of a driver JVM the adapter starts, unless the profile or the
+# environment picks one (see with_collector).
+DRIVER_COLLECTOR = "-XX:+UseParallelGC"
+_JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions")
+_JAVA_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
+
+
+def with_collector(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with the driver JVM collecting garbage by :data:`DRIVER_COLLECTOR`, unless
+    a collector is already chosen (in the profile's Java options or the JVM's environment
+    variables: two would stop the JVM from starting).
+
+    The JVM's default on a machine of two or more cores is G1, made for short pauses on large
+    heaps; a dbt invocation is a batch job, where throughput is what the user waits for, and
+    in local mode the driver JVM also runs the tasks. Measured on a 2-core VM (2026-11-30,
+    alternating runs): a 250-node `dbt build` 7-10% faster and 8% less CPU with the parallel
+    collector, and a 30M-row aggregate and sort as fast or faster (docs/fixed-cost.md)."""
+    chosen = [conf.get(key, "") for key in _JAVA_OPTION_KEYS]
+    chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_VARIABLES]
+    if any(_names_collector(options) for options in chosen):
+        return dict(conf)
+    key = _JAVA_OPTION_KEYS[0]
+    return {**conf, key: f"{conf.get(key, '')} {DRIVER_COLLECTOR}".strip()}
+
+
+def _names_collector(options: str) -> bool:
+    return any(word.startswith("-XX:+Use") and word.endswith("GC") for word in options.split())
 
 
 def jvm_output_file(credentials: DuckLakeCredentials, joining: bool) -> str | None:
