@@ -266,8 +266,8 @@ def with_collector(conf: dict[str, str]) -> dict[str, str]:
     The JVM's default on a machine of two or more cores is G1, made for short pauses on large
     heaps; a dbt invocation is a batch job, where throughput is what the user waits for, and
     in local mode the driver JVM also runs the tasks. Measured on a 2-core VM (2026-11-30,
-    alternating runs): a 250-node `dbt build` 7-10% faster and 8% less CPU with the parallel
-    collector, and a 30M-row aggregate and sort as fast or faster (docs/fixed-cost.md)."""
+    five alternating pairs): a warm 250-node `dbt build` about 8% faster, with 7% less CPU,
+    and a 30M-row aggregate and sort as fast or faster (docs/fixed-cost.md, change 17)."""
     chosen = [conf.get(key, "") for key in _JAVA_OPTION_KEYS]
     chosen += [os.environ.get(name, "") for name in _JAVA_OPTION_VARIABLES]
     if any(_names_collector(options) for options in chosen):
