@@ -79,10 +79,10 @@ def acknowledge_at_once() -> int:
 
 
 def settle() -> None:
-    """Freeze what the worker
-    holds (everything the daemon's collection after the previous call kept) during the first
-    :data:`SETTLING_CALLS` calls. Nothing happens outside a reused PySpark worker (the
-    daemon sets ``SPARK_REUSE_WORKER`` there, and only then collects after each call)."""
+    """Freeze what the worker holds (everything the daemon's collection after the previous
+    call kept) during the first :data:`SETTLING_CALLS` calls. Nothing happens outside a
+    reused PySpark worker (the daemon sets ``SPARK_REUSE_WORKER`` there, and only then
+    collects after each call)."""
     global _calls
     if _calls >= SETTLING_CALLS or not os.environ.get("SPARK_REUSE_WORKER"):
         return
