@@ -26,7 +26,7 @@ def mode(path: Path) -> int:
 
 
 @pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
-def test_a_lake_writes_local_files_without_chmod_processes(spark, lake, tmp_path) -> None:  # noqa: ANN001
+def test_opening_a_lake_sets_local_modes_in_the_jvm_as_hadoop_would(spark, lake, tmp_path) -> None:  # noqa: ANN001
     """Opening a lake installs the file system under the JVM's cached local one; a write's
     files and directories get the modes Hadoop's RawLocalFileSystem gives them."""
     assert raw_file_system(spark).getClass().getName() == local.CLASS_NAME
@@ -52,7 +52,9 @@ def test_modes_are_set_as_chmod_sets_them(spark, lake, tmp_path, octal: int) -> 
     path = tmp_path / "d"
     path.mkdir()
     permission = jvm.org.apache.hadoop.fs.permission.FsPermission(octal)
-    raw_file_system(spark).setPermission(jvm.org.apache.hadoop.fs.Path(str(path)), permission)
+    raw = raw_file_system(spark)
+    assert raw.getClass().getName() == local.CLASS_NAME
+    raw.setPermission(jvm.org.apache.hadoop.fs.Path(str(path)), permission)
     assert stat.S_IMODE(os.stat(path).st_mode) == octal
     path.chmod(0o755)
 
