@@ -48,7 +48,7 @@ from ..lake.parquet_footer import (
 from ..lake.partitions import PartitionKey, hive_directory, partition_value
 from ..lake.types import FLOAT_TYPES, LakeType, is_promotion
 from . import expressions as sql
-from . import jvm_classes, local_file_system, physical, statement_sizing
+from . import hadoop_conf, jvm_classes, local_file_system, physical, statement_sizing
 from .partitions import PARTITION_COLUMN, layout_column
 from .types import FIELD_ID_KEY, lake_type, write_type
 
@@ -64,11 +64,14 @@ WRITE_OPTIONS = {
 
 
 def configure(spark: SparkSession) -> None:
-    """Set the session options DuckLake files need (runtime SQL confs only), and local files'
-    modes set without a process each (:mod:`.local_file_system`)."""
+    """Set the session options DuckLake files need (runtime SQL confs only), local files'
+    modes set without a process each (:mod:`.local_file_system`), and the Hadoop
+    configuration every job ships without its properties' resource names
+    (:mod:`.hadoop_conf`)."""
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
     local_file_system.install(spark)
+    hadoop_conf.forget_sources(spark)
 
 
 # ---------------------------------------------------------------------------------- shaping
