@@ -33,6 +33,8 @@ PANELS: dict[str, list[tuple[str, bool]]] = {
     "dbt_project": [("dbt build (first)", False), ("dbt build (incremental)", False)],
     "reads": [("scan", True), ("day", True), ("ids", True), ("window", True),
               ("microbatch batch", True), ("microbatch run", True)],
+    "fixed_cost": [("(a) dbt run -s model_00, cold", False), ("(b) dbt build, cold", False),
+                   ("(b) dbt build, warm", False), ("(c) one data test (dbt's time)", False)],
 }
 
 
