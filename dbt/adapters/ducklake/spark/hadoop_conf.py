@@ -45,7 +45,7 @@ def forget_sources(spark: Any) -> int:
             sources = field.get(conf)
             forgotten += sources.size()
             sources.clear()
-        return int(forgotten)
+        return forgotten
     except Exception:  # noqa: BLE001 - Hadoop's internals moved: the names only cost time
         log.debug("Hadoop configurations keep their resource names", exc_info=True)
         return 0
