@@ -28,6 +28,7 @@ from conftest import (
 )
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 from dbt_common.exceptions import DbtRuntimeError
+from duckdb_process import Loop
 from oracle import duck_rows, duckdb_connect
 from sqlalchemy import text
 
@@ -88,35 +89,18 @@ select * from {{ ref('orders_inc') }}
 # (ATOMIC_TEST_RACE) insert a row into `orders_inc`, which the build merges into: the
 # publish re-plans the MERGE against it.
 CONFLICT = """import os
-import time
-
-
-def write(attach, sql):
-    from oracle import duckdb_connect
-
-    for attempt in range(100):  # DuckDB on SQLite: another DuckDB writer may hold it
-        try:
-            con = duckdb_connect()
-            try:
-                con.execute(attach)
-                con.execute(sql)
-                return
-            finally:
-                con.close()
-        except Exception:
-            if attempt == 99:
-                raise
-            time.sleep(0.2)
 
 
 def model(dbt, session):
+    from duckdb_process import execute
+
     lake = f'lake."{dbt.this.schema}"'
     for key, sql in (("ATOMIC_TEST_CONFLICT", "UPDATE {}.orders SET amount2 = -1 WHERE id = 1"),
                      ("ATOMIC_TEST_RACE", "INSERT INTO {}.orders_inc VALUES (99, 'zed', 7)"),
                      ("ATOMIC_TEST_RACE", "INSERT INTO {}.orders_di VALUES (1, 'dup', 0)")):
         attach = os.environ.get(key)
         if attach:
-            write(attach, sql.format(lake))
+            execute(attach, sql.format(lake))
     return session.range(1)
 """
 ADD_EVENT = """{% macro add_event(n) %}
@@ -271,15 +255,16 @@ class AtomicPublish:
 
         # (1) + (3) a failing data test publishes nothing, and a reader never sees a thing
         state = self.lake_state(project)
-        seen, stop = self._poll(project)
+        names, snapshots, stop = self._poll(project)
         _, out = run_dbt_and_capture(["build", "--vars", "{min_amount: 1000}"],
                                      expect_pass=False)
         stop()
         assert "Atomic publish: nothing published" in out
         assert "test.test.amount_at_least ended with status fail" in out
         assert self.lake_state(project) == state
-        assert seen and set(seen) == {(state[0][0], frozenset({"events"}))}, \
-            "a reader saw the build's writes"
+        assert names and {tuple(n or ()) for n in names} == {("events",)}, \
+            "a reader saw the build's tables"
+        assert snapshots and set(snapshots) == {state[0][0]}, "a reader saw the build's writes"
 
         # (4) a model error publishes nothing either
         _, out = run_dbt_and_capture(["build", "--vars", "{factor: no_such_column}"],
@@ -458,26 +443,27 @@ class AtomicPublish:
         finally:
             lake.close()
 
-    def _poll(self, project) -> tuple[list[Any], Any]:  # noqa: ANN001
-        """A DuckDB reader polling the catalog's snapshots and the lake's tables."""
-        stop, seen = threading.Event(), []
-        con = self.duck(project)
-        schema = project.test_schema
+    def _poll(self, project) -> tuple[list[Any], list[Any], Any]:  # noqa: ANN001
+        """Readers polling the lake until stopped: DuckDB (in a process of its own, see
+        ``duckdb_process``) the names of the test schema's tables, and this process the
+        catalog's snapshots."""
+        tables = Loop("tables", self.attach(project), project.test_schema)
+        stop, snapshots = threading.Event(), []
 
         def run() -> None:
-            try:
-                while not stop.is_set():
-                    names = frozenset(r[0] for r in con.execute(
-                        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
-                        f"AND schema_name = '{schema}'").fetchall())
-                    seen.append((self._catalog_snapshots(project), names))
-                    stop.wait(0.2)
-            finally:
-                con.close()
+            while not stop.is_set():
+                snapshots.append(self._catalog_snapshots(project))
+                stop.wait(0.2)
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
-        return seen, _stopper(stop, thread)
+        names: list[Any] = []
+
+        def done() -> None:
+            _stopper(stop, thread)()
+            names.extend(tables.stop())
+
+        return names, snapshots, done
 
     def _catalog_snapshots(self, project) -> Any:  # noqa: ANN001
         creds = self.creds(project)
@@ -490,33 +476,11 @@ class AtomicPublish:
             lake.close()
 
     def _append(self, project, schema: str) -> tuple[list[int], Any]:  # noqa: ANN001
-        """DuckDB appending to the source table (rows the models filter out) until stopped;
-        returns the snapshot ids of its commits."""
-        stop, snapshots = threading.Event(), []
-        attach = self.attach(project)
-
-        def run() -> None:
-            n = 1000
-            while not stop.is_set():
-                # a connection per insert: after a failed commit (SQLite locked by another
-                # DuckDB writer) DuckDB may keep the SQLite transaction, and so the lock
-                con = duckdb_connect()
-                try:
-                    con.execute(attach)
-                    con.execute(f'INSERT INTO lake."{schema}".events VALUES ({n})')
-                    snapshots.append(con.execute(
-                        "SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0])
-                    n += 1
-                except Exception:  # noqa: BLE001, S112 - retried
-                    stop.wait(0.1)
-                    continue
-                finally:
-                    con.close()
-                stop.wait(0.5)
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        return snapshots, _stopper(stop, thread)
+        """DuckDB (in a process of its own) appending to the source table, rows the models
+        filter out, until stopped; the snapshot ids of its commits are there once stopped."""
+        loop = Loop("append", self.attach(project), f'lake."{schema}".events')
+        snapshots: list[int] = []
+        return snapshots, lambda: snapshots.extend(loop.stop())
 
 
 def _stopper(stop: threading.Event, thread: threading.Thread) -> Any:
