@@ -83,6 +83,16 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path not in heavy)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """dbt writes ``manifest.json`` and ``run_results.json`` after every invocation unless
+    ``DBT_WRITE_JSON`` is false: serialising the manifest took a sixth of the Python time of
+    dbt's snapshot tests. Only the tests marked ``dbt_artifacts`` read them. Set before the
+    item's fixtures, so a class's set-up invocations write them too (dbt reads the variable
+    at each invocation, in this process and in the dbt processes a test starts)."""
+    os.environ["DBT_WRITE_JSON"] = \
+        "true" if item.get_closest_marker("dbt_artifacts") else "false"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the slow modules first (see :func:`_slow_modules_first`), and leave out the
     PostgreSQL cases of ``sqlite_mostly`` modules (see :func:`on_postgres_too`)."""

@@ -14,7 +14,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Catalog
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.dbt_artifacts]  # `dbt clone` reads a state manifest
 
 ORDERS = ("{{ config(materialized='table') }}\n"
           "select id, cast(id * 10 as bigint) as amount from range({{ var('n', 5) }})")

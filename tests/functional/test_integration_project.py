@@ -30,7 +30,7 @@ import pytest
 from conftest import duckdb_connect
 from oracle import duck_rows, spark_rows
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.dbt_artifacts]
 
 PROJECT = Path(__file__).resolve().parents[2] / "integration_project"
 PACKAGE = "ducklake_shop"

@@ -32,10 +32,12 @@ class TestSingularTestsEphemeral(BaseSingularTestsEphemeral):
     pass
 
 
+@pytest.mark.dbt_artifacts
 class TestEmpty(BaseEmpty):
     pass
 
 
+@pytest.mark.dbt_artifacts
 class TestEphemeral(BaseEphemeral):
     pass
 
@@ -108,6 +110,7 @@ def lake_stats():  # noqa: ANN201
     }
 
 
+@pytest.mark.dbt_artifacts
 class TestDocsGenerate(BaseDocsGenerate):
     @pytest.fixture(scope="class")
     def expected_catalog(self, project):  # noqa: ANN001, ANN201
@@ -120,6 +123,7 @@ class TestDocsGenerate(BaseDocsGenerate):
         )
 
 
+@pytest.mark.dbt_artifacts
 class TestDocsGenReferences(BaseDocsGenReferences):
     @pytest.fixture(scope="class")
     def expected_catalog(self, project):  # noqa: ANN001, ANN201

@@ -23,7 +23,7 @@ from dbt.tests.adapter.simple_copy.test_simple_copy import (
 )
 from dbt.tests.util import run_dbt
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.dbt_artifacts]  # `dbt clone` reads a state manifest
 
 
 class _PostgresCatalog:

@@ -17,7 +17,7 @@ from dbt.tests.adapter.persist_docs.test_persist_docs import (
 )
 from dbt.tests.util import run_dbt
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.dbt_artifacts]
 
 
 class TestPersistDocs(BasePersistDocs):
