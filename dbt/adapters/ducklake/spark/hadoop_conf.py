@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from py4j.java_gateway import get_method
+from py4j.java_gateway import get_method  # type: ignore[import-untyped]
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
