@@ -77,7 +77,7 @@ def test_names_a_new_default_resource_brings_back_are_forgotten_again(spark, lak
     client.send_command = counting
     try:
         assert hadoop_conf.forget_sources(spark) > 1000
-        # a few calls, not a few for each of the 1,100 properties (a second at a JVM's start)
+        # a few calls, not four for each of the 1,100 properties
         assert calls.calls < 40
     finally:
         client.send_command = send

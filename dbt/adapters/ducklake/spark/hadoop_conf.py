@@ -47,7 +47,7 @@ def forget_sources(spark: Any) -> int:
             sources = field.get(conf)
             forgotten += sources.size()
             # Java's clear, in one call: py4j's map is a Python MutableMapping, whose clear()
-            # pops the entries one by one, four calls each (a second at a JVM's start)
+            # pops the entries one by one, four calls each (0.4-0.6 s at a JVM's start)
             get_method(sources, "clear")()
         return forgotten
     except Exception:  # noqa: BLE001 - Hadoop's internals moved: the names only cost time
