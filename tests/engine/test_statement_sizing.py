@@ -6,6 +6,7 @@ The engine tests (merge, time travel, changes) run with these settings on every 
 from __future__ import annotations
 
 import threading
+import uuid
 
 import pytest
 
@@ -246,3 +247,38 @@ def test_a_small_statement_runs_as_one_stage_with_the_same_rows(spark, lake, eng
         assert sorted(tuple(r) for r in single.collect()) == expected
     finally:
         cached.unpersist()
+
+
+def stages_of(spark, fetch) -> int:  # noqa: ANN001
+    """How many stages the Spark jobs ``fetch()`` started ran."""
+    sc, group = spark.sparkContext, f"ducklake-fetch-{uuid.uuid4()}"
+    sc.setJobGroup(group, "a cursor fetch")
+    try:
+        fetch()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    return sum(len(tracker.getJobInfo(job).stageIds) for job in tracker.getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize("lake_target", ["sqlite"], indirect=True)
+def test_every_cursor_fetch_runs_a_small_statement_as_one_stage(spark, lake, engine) -> None:  # noqa: ANN001
+    """dbt fetches through ``fetchall``, or ``fetchmany`` when a caller passes ``limit`` to
+    ``adapter.execute``: each runs a small statement with the small settings, as one stage
+    (the tests' session would shuffle the aggregate into two partitions)."""
+    from dbt.adapters.ducklake.connections import DuckLakeCursor
+    from dbt.adapters.ducklake.runtime import Runtime
+
+    engine.execute("create table main.t as select id, id % 5 as k from range(200)")
+    cursor = DuckLakeCursor(Runtime(spark, lake, engine.registry, engine, None), None)
+    sql = "select k, count(*) as n from main.t group by k"
+    assert exchanges(engine.execute(sql).df)  # Spark's own plan shuffles
+    expected = {(k, 40) for k in range(5)}
+    fetches = {"fetchall": (lambda: cursor.fetchall(), 5),
+               "fetchmany": (lambda: cursor.fetchmany(3), 3),
+               "fetchone": (lambda: [cursor.fetchone()], 1)}
+    for name, (fetch, count) in fetches.items():
+        cursor.execute(sql)
+        rows: list = []
+        assert stages_of(spark, lambda: rows.extend(fetch())) == 1, name  # noqa: B023
+        assert len(rows) == count and set(rows) <= expected, (name, rows)

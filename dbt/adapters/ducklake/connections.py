@@ -57,13 +57,12 @@ class DuckLakeCursor:
     def fetchall(self) -> list[tuple[Any, ...]]:
         if self._rows is None:
             df = self.result.df if self.result else None
-            self._rows = [] if df is None else [tuple(r) for r in statement_sizing.run_sized(
-                df.sparkSession, df, lambda run: run.collect())]
+            self._rows = [] if df is None else _collect(df)
         return self._rows
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
         if self._rows is None and self.result is not None and self.result.df is not None:
-            return [tuple(r) for r in self.result.df.limit(size).collect()]
+            return _collect(self.result.df.limit(size))
         return self.fetchall()[:size]
 
     def fetchone(self) -> tuple[Any, ...] | None:
@@ -76,6 +75,13 @@ class DuckLakeCursor:
 
     def close(self) -> None:
         self.result = None
+
+
+def _collect(df: Any) -> list[tuple[Any, ...]]:
+    """``df``'s rows, run with the settings its inputs call for (a small statement as one
+    stage, :func:`.statement_sizing.run_sized`), as a fetch from any cursor method is."""
+    return [tuple(r) for r in statement_sizing.run_sized(
+        df.sparkSession, df, lambda run: run.collect())]
 
 
 def _bind(sql: str, bindings: Any) -> str:
