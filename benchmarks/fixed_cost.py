@@ -5,6 +5,9 @@ each (default 200 tests), tiny data (a few dozen rows per model). Each system ru
 project, in the same invocation, with the same number of threads:
 
 - ``ours``: dbt-ducklake (Spark ``local[*]``, SQLite catalog), the adapter's own defaults;
+- ``ours-daemon``: the same with ``driver_daemon: true``: each dbt process attaches to a
+  Spark driver an earlier one left running (the first process of the run starts it, measured
+  apart as "first use");
 - ``dbt-spark``: dbt-spark ``method: session``, ``file_format: parquet``, the embedded Hive
   metastore, Spark's defaults (same UI and time-zone settings as ours);
 - ``dbt-duckdb``: dbt-duckdb on a DuckLake (DuckDB 1.5.5, SQLite catalog), if installed; one
@@ -42,12 +45,13 @@ import statistics
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common as C  # noqa: E402
 
-SYSTEMS = ("ours", "dbt-spark", "dbt-duckdb")
+SYSTEMS = ("ours", "ours-daemon", "dbt-spark", "dbt-duckdb")
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC"}
 FAN = 10  # the first FAN models read literal rows; each later one reads one of them
 
@@ -140,6 +144,14 @@ fixed_cost:
       schema: bench
       threads: {threads}
       spark_conf:
+{conf}    ours-daemon:
+      type: ducklake
+      catalog: "sqlite:///{target}/ours/catalog.sqlite"
+      data_path: "{target}/ours/data/"
+      schema: bench
+      threads: {threads}
+      driver_daemon: true
+      spark_conf:
 {conf}    dbt-spark:
       type: spark
       method: session
@@ -154,7 +166,8 @@ fixed_cost:
 def installed(system: str) -> bool:
     from importlib.util import find_spec
 
-    module = {"ours": "dbt.adapters.ducklake", "dbt-spark": "dbt.adapters.spark",
+    module = {"ours": "dbt.adapters.ducklake", "ours-daemon": "dbt.adapters.ducklake",
+              "dbt-spark": "dbt.adapters.spark",
               "dbt-duckdb": "dbt.adapters.duckdb"}[system]
     try:
         return find_spec(module) is not None
@@ -265,6 +278,18 @@ def warm_build(project: str, target: str, system: str) -> dict[str, object]:
         return json.load(f)
 
 
+@contextlib.contextmanager
+def driver_daemons(directory: str) -> Iterator[None]:
+    """``ours-daemon``'s keepers under ``directory``, stopped at the end of the run."""
+    from dbt.adapters.ducklake import driver_daemon
+
+    os.environ[driver_daemon.DIRECTORY_ENV] = directory
+    try:
+        yield
+    finally:
+        driver_daemon.stop_all()
+
+
 def record(results: C.Results, system: str, metric: str, value: float) -> None:
     """Add a sample and print it at once (a long run on a loaded machine may be cut short)."""
     results.add(system, metric, value)
@@ -285,7 +310,7 @@ def main() -> None:
     skipped = sorted(set(args.systems.split(",")) - set(systems) - {""})
     if skipped:
         results.note(f"not installed, skipped: {', '.join(skipped)}")
-    with C.workdir(args) as root:
+    with C.workdir(args) as root, driver_daemons(os.path.join(root, "daemons")):
         target = os.path.join(root, "target")
         projects = {system: os.path.join(root, f"project-{system}") for system in systems}
         for system, project in projects.items():
@@ -294,6 +319,12 @@ def main() -> None:
                 f.write(profiles(root, target, args.threads))
             reset_target(target)
             dbt_process(project, target, system, "parse")  # the partial-parse file
+        if "ours-daemon" in projects:  # its first process starts the driver daemon
+            reset_target(target)
+            wall, cpu = dbt_process(projects["ours-daemon"], target, "ours-daemon", "run", "-s",
+                                    "model_00")
+            record(results, "ours-daemon", "first use: dbt run -s model_00 (daemon starts)",
+                   wall)
         runs = (("(a) dbt run -s model_00, cold", ("run", "-s", "model_00"), False),
                 ("(a) dbt run -s model_00, cold, full parse", ("run", "-s", "model_00"), True),
                 ("(b) dbt build, cold", ("build",), False))
@@ -321,8 +352,9 @@ def main() -> None:
                    "(a) dbt run -s model_00, cold, full parse",
                    "(b) dbt build, cold", "(b) dbt build, cold [CPU s]",
                    "(b) dbt build, warm", "(c) one data test (dbt's time)"):
-        pairs.append((metric, "ours", "dbt-spark", "<= 0.5x" if metric[1] != "c" else ""))
-        pairs.append((metric, "ours", "dbt-duckdb", ""))
+        for ours in ("ours", "ours-daemon"):
+            pairs.append((metric, ours, "dbt-spark", "<= 0.5x" if metric[1] != "c" else ""))
+            pairs.append((metric, ours, "dbt-duckdb", ""))
     results.save(results.print_ratios(pairs))
 
 

@@ -63,3 +63,21 @@ def test_spark_console_sends_the_jvm_output_to_the_console(monkeypatch) -> None:
     assert runtime.jvm_output_file(make(), joining=False) == "/project/logs/dbt.log"
     assert runtime.jvm_output_file(make(spark_console=True), joining=False) is None
     assert runtime.jvm_output_file(make(), joining=True) is None
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"driver_daemon": "yes"}, "driver_daemon must be true or false"),
+    ({"driver_daemon": True, "master": "spark://host:7077"}, "leave driver_daemon out for a "
+                                                             "cluster"),
+    ({"driver_daemon_idle_minutes": 0}, "positive number of minutes"),
+    ({"driver_daemon_idle_minutes": "soon"}, "positive number of minutes"),
+])
+def test_driver_daemon_settings_are_checked(extra, message) -> None:  # noqa: ANN001
+    with pytest.raises(DbtRuntimeError, match=message):
+        make(**extra)
+
+
+def test_driver_daemon_is_off_unless_asked_for() -> None:
+    assert (make().driver_daemon, make().driver_daemon_idle_minutes) == (False, 30.0)
+    creds = make(driver_daemon=True, master="local[2]", driver_daemon_idle_minutes=5)
+    assert (creds.driver_daemon, creds.driver_daemon_idle_minutes) == (True, 5.0)

@@ -54,6 +54,10 @@ class DuckLakeCredentials(Credentials):
     # per_model (each model commits its own snapshot) or atomic (one snapshot for the whole
     # invocation, published only when no node failed); DUCKLAKE_PUBLISH overrides it
     publish: str = "per_model"
+    # Keep the Spark driver JVM running between invocations, for the next one to attach to
+    # (driver_daemon.py; local masters only), until no invocation used it for this long.
+    driver_daemon: bool = False
+    driver_daemon_idle_minutes: float = 30.0
 
     _ALIASES = {"lake": "database", "dbname": "database", "server_side_parameters": "spark_conf",
                 "pass": "password"}
@@ -121,6 +125,7 @@ class DuckLakeCredentials(Credentials):
             data["snapshot_time"] = str(data["snapshot_time"])
         data["publish"] = check_publish_mode(data.get("publish", "per_model"),
                                              "the profile's publish key")
+        check_driver_daemon(data)
         if not isinstance(data.get("spark_console", False), bool):
             raise DbtRuntimeError(
                 f"spark_console must be true or false, got {data['spark_console']!r}")
@@ -156,3 +161,21 @@ def check_publish_mode(value: Any, source: str) -> str:
             "model commits its own snapshot; atomic: the whole invocation is one snapshot, "
             "published only if no node failed)")
     return str(mode)
+
+
+def check_driver_daemon(data: dict[Any, Any]) -> None:
+    """``driver_daemon`` is true or false, only with a local master, and its idle time a
+    positive number of minutes."""
+    daemon = data.get("driver_daemon", False)
+    if not isinstance(daemon, bool):
+        raise DbtRuntimeError(f"driver_daemon must be true or false, got {daemon!r}")
+    master = str(data.get("master", "local[*]"))
+    if daemon and not master.startswith("local"):
+        raise DbtRuntimeError(
+            f"driver_daemon keeps a local Spark driver running between invocations; the "
+            f"profile's master is {master!r}: leave driver_daemon out for a cluster")
+    idle = data.get("driver_daemon_idle_minutes", 30.0)
+    if isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0:
+        raise DbtRuntimeError(
+            f"driver_daemon_idle_minutes must be a positive number of minutes, got {idle!r}")
+    data["driver_daemon_idle_minutes"] = float(idle)

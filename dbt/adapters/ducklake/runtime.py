@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from . import jvm_archive
+from . import driver_daemon, jvm_archive
 from .__version__ import version as adapter_version
 from .credentials import DuckLakeCredentials
 from .lake.errors import DuckLakeError
@@ -219,7 +219,21 @@ def _start_quietly(credentials: DuckLakeCredentials) -> None:
         logger.debug("Spark's early start failed; the first connection starts it")
 
 
+# Every session's settings, before the profile's spark_conf (which may override them).
+SESSION_SETTINGS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+}
+
+
 def spark_session(credentials: DuckLakeCredentials) -> Any:
+    """The session every thread of this profile shares: in the driver daemon's JVM when the
+    profile asks for it and the daemon is free (driver_daemon.py), else Spark started (or
+    already running) in this process."""
     early = _early_start
     if early is not None and early is not threading.current_thread():
         early.join()  # its session, or its failure, before this start
@@ -228,13 +242,6 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(credentials.master).appName(credentials.app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-               .config("spark.sql.parquet.fieldId.write.enabled", "true")
-               .config("spark.sql.parquet.fieldId.read.enabled", "true"))
     if credentials.master.startswith("local"):
         use_this_python_for_workers()
     # pyspark keeps the running SparkContext only in this private attribute
@@ -242,7 +249,14 @@ def spark_session(credentials: DuckLakeCredentials) -> Any:
     conf = {key: str(value) for key, value in (credentials.spark_conf or {}).items()}
     if active is None:
         conf = jvm_archive.for_driver(with_collector(conf))
-    for key, value in conf.items():
+        if credentials.driver_daemon:
+            session = driver_daemon.attach(
+                credentials.master, {**SESSION_SETTINGS, **conf}, credentials.app_name,
+                credentials.driver_daemon_idle_minutes)
+            if session is not None:
+                return session
+    builder = SparkSession.builder.master(credentials.master).appName(credentials.app_name)
+    for key, value in {**SESSION_SETTINGS, **conf}.items():
         builder = builder.config(key, value)
     with _stderr_to(jvm_output_file(credentials, joining=active is not None)):
         session = builder.getOrCreate()
