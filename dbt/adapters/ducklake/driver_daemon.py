@@ -32,7 +32,6 @@ dbt process that dies while attached commits nothing, as without the daemon.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -127,6 +126,8 @@ def attach(master: str, conf: Mapping[str, str], app_name: str,
 
 def _take(path: Path, tries: int = 1) -> IO[str] | None:
     """An exclusive ``flock`` on ``path``, or ``None`` if another process holds it."""
+    import fcntl  # POSIX: imported here, so that the adapter itself imports anywhere
+
     handle = open(path, "a+")  # noqa: SIM115 - held as long as the lock is
     for attempt in range(tries):
         try:
@@ -196,17 +197,38 @@ def _connect(server: Mapping[str, Any], conf: Mapping[str, str]) -> Any:
         java_parameters=JavaParameters(port=int(server["port"]), auth_token=server["secret"],
                                        auto_convert=True),
         python_parameters=PythonParameters(port=0, eager_load=False))
-    for name in JVM_IMPORTS:
-        java_import(gateway.jvm, name)
-    jvm = gateway.jvm
-    jsc = jvm.JavaSparkContext.fromSparkContext(jvm.org.apache.spark.SparkContext.getOrCreate())
-    sc = SparkContext(gateway=gateway, jsc=jsc, conf=SparkConf(_jconf=jsc.getConf()))
-    base = jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
-    session = SparkSession(sc, jsparkSession=base.newSession())
-    for key, value in conf.items():
-        if session.conf.isModifiable(key):
-            session.conf.set(key, value)
-    return session
+    try:
+        for name in JVM_IMPORTS:
+            java_import(gateway.jvm, name)
+        jvm = gateway.jvm
+        jsc = jvm.JavaSparkContext.fromSparkContext(
+            jvm.org.apache.spark.SparkContext.getOrCreate())
+        sc = SparkContext(gateway=gateway, jsc=jsc, conf=SparkConf(_jconf=jsc.getConf()))
+        base = jvm.org.apache.spark.sql.classic.SparkSession.getDefaultSession().get()
+        session = SparkSession(sc, jsparkSession=base.newSession())
+        for key, value in conf.items():
+            if session.conf.isModifiable(key):
+                session.conf.set(key, value)
+        return session
+    except BaseException:
+        _forget(gateway)
+        raise
+
+
+def _forget(gateway: Any) -> None:
+    """Undo a half-made attachment, so that this process can start Spark itself: pyspark's
+    globals point at no JVM, and the connection is closed (``close``, not ``shutdown``, which
+    would stop the keeper's gateway for every later process)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._active_spark_context = None  # noqa: SLF001 - pyspark keeps them here
+    SparkContext._gateway = None  # noqa: SLF001
+    SparkContext._jvm = None  # noqa: SLF001
+    SparkSession._instantiatedSession = None  # noqa: SLF001
+    SparkSession._activeSession = None  # noqa: SLF001
+    with contextlib.suppress(Exception):
+        gateway.close()
 
 
 def _write_private(path: Path, text: str) -> None:
