@@ -45,6 +45,8 @@ from typing import IO, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from .spark.user_cache import cache_directory
+
 log = AdapterLogger("DuckLake")
 
 DIRECTORY_ENV = "DUCKLAKE_DRIVER_DAEMON_DIR"
@@ -89,9 +91,8 @@ def daemon_key(master: str, conf: Mapping[str, str]) -> str:
 
 def daemons_root() -> Path:
     """``$DUCKLAKE_DRIVER_DAEMON_DIR``, else ``driver-daemon`` in the user's cache directory."""
-    return Path(os.environ.get(DIRECTORY_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dbt-ducklake",
-        "driver-daemon"))
+    configured = os.environ.get(DIRECTORY_ENV)
+    return Path(configured) if configured else cache_directory() / "driver-daemon"
 
 
 def daemon_directory(key: str) -> Path:

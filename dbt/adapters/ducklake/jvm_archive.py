@@ -33,6 +33,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .spark.user_cache import cache_directory
+
 log = logging.getLogger("dbt.adapters.ducklake")
 
 ENV = "DUCKLAKE_JVM_ARCHIVE"
@@ -55,8 +57,7 @@ def archive_path(env: str = ENV) -> str | None:
     home = os.environ.get("JAVA_HOME", os.path.realpath(java))
     key = hashlib.sha256(f"{os.path.dirname(os.path.realpath(pyspark.__file__))}\n"
                          f"{pyspark.__version__}\n{home}".encode()).hexdigest()[:16]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(cache, "dbt-ducklake", f"spark-{pyspark.__version__}-{key}.jsa")
+    return str(cache_directory() / f"spark-{pyspark.__version__}-{key}.jsa")
 
 
 def java_options(path: str | None) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .expressions import java_class
+from .user_cache import cache_directory
 
 log = logging.getLogger("dbt.adapters.ducklake")
 
@@ -81,8 +82,7 @@ def _new(spark: Any, cls: Any) -> Any:
 def class_directory(source: str, spark_version: str, class_name: str) -> Path:
     """Where the class compiled from ``source`` against this Spark version is cached."""
     key = hashlib.sha256(f"{spark_version}\n{source}".encode()).hexdigest()[:16]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(cache) / "dbt-ducklake" / f"{class_name}-{key}"
+    return cache_directory() / f"{class_name}-{key}"
 
 
 def _store(path: Path, data: bytes) -> None:
