@@ -27,6 +27,7 @@ from reliability.support import (
     wait_for,
     writer_args,
 )
+from reliability.writer import rows as writer_rows
 from sqlalchemy import text
 
 from dbt.adapters.ducklake.lake import (
@@ -201,11 +202,11 @@ def test_failed_spark_tasks_are_retried_without_duplicates(spark, lake, lake_tar
     assert got == sorted(rows_before + list(range(1000, 6000)))
     assert_same(duck, "t", table.read())
     assert leftovers(lake.catalog) == set()
-    # without retries the same failure fails the write and commits nothing
+    # without retries (this process's session: local[2]) the same failure fails the write
+    # and commits nothing
     before = lake_state(lake.catalog)
-    result = run_writer(writer_args(lake_target, table="main.t", start=7000, count=500,
-                                    mode="fail_once", master="local[2]"), check=False)
-    assert "injected failure on the first attempt" in result["crash"]
+    with pytest.raises(Exception, match="injected failure on the first attempt"):
+        table.append(writer_rows(spark, 7000, 500, "fail_once", None))
     assert lake_state(lake.catalog) == before
 
 
