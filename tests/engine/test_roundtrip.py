@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from oracle import assert_same, duck_rows, spark_rows
+from oracle import assert_same, duck_rows, duckdb_connect, spark_rows
 from pyspark.sql import types as T
 from spies import counted, refused
 from typed_rows import SCHEMA, make_rows
@@ -157,3 +157,48 @@ def test_duckdb_table_changes_labels_our_updates(spark, lake, duck, n_rows, nest
     assert dict(changes) == {"update_preimage": 5, "update_postimage": 5}
     ids_before = duck_rows(duck, f"SELECT rowid, id FROM lake.u AT (VERSION => {sid - 1})")
     assert duck_rows(duck, "SELECT rowid, id FROM lake.u") == ids_before
+
+
+def test_a_data_path_with_glob_characters_is_read_literally(spark, tmp_path):  # noqa: ANN001
+    """Spark reads a path holding ``[]{}*?`` as a glob pattern; the lake's files are named
+    exactly by the catalog, so a data path such as ``.../lake[eu]{a,b}*?/`` must be read as
+    written: DuckDB's files and ours, one group of files and more than 16 (one Java array),
+    with deletes, time travel, the change feed, a MERGE and compaction (Spark-side only:
+    SQLite)."""
+    from conftest import new_lake_target
+
+    from dbt.adapters.ducklake.spark import SparkLake
+    from dbt.adapters.ducklake.spark.merge import MergeClause
+
+    root = tmp_path / "lake[eu]{a,b}*?"
+    root.mkdir()
+    with new_lake_target("sqlite", root) as target, duckdb_connect() as duck:
+        duck.execute(target.duckdb_attach.replace(")", ", DATA_INLINING_ROW_LIMIT 0)"))
+        duck.execute("CREATE TABLE lake.d (id INTEGER, s VARCHAR)")
+        for start in range(0, 170, 10):  # 17 files
+            duck.execute(f"INSERT INTO lake.d SELECT i, 'd' || i FROM range({start}, "
+                         f"{start + 10}) r(i)")
+        duck.execute("DELETE FROM lake.d WHERE id % 7 = 0")
+        lake = SparkLake.open(spark, target.catalog, target.data_path)
+        try:
+            theirs = lake.table("main.d")
+            assert theirs.read().count() == 170 - 25
+            assert_same(duck, "d", theirs.read())
+
+            ours = lake.create_table("main.t", spark.range(0, 60, 1, 3).selectExpr(
+                "CAST(id AS INT) AS id", "concat('t', id) AS s"))
+            ours.delete("id < 5")
+            ours.append(spark.range(100, 140).selectExpr("CAST(id AS INT) AS id", "'a' AS s"))
+            assert ours.read().count() == 95
+            assert ours.read(version=lake.current_snapshot().snapshot_id - 2).count() == 60
+            assert ours.changes(lake.current_snapshot().snapshot_id).count() == 40
+            assert_same(duck, "t", ours.read())
+            ours.merge(spark.range(50, 110).selectExpr("CAST(id AS INT) AS id", "'m' AS s"),
+                       "t.id = s.id", [MergeClause("matched", "update_star")], "t", "s")
+            assert ours.read().where("s = 'm'").count() == 20
+            assert_same(duck, "t", ours.read())
+            assert not lake.merge_adjacent_files().skipped
+            assert_same(duck, "t", ours.read())
+            assert_same(duck, "d", theirs.read())
+        finally:
+            lake.close()

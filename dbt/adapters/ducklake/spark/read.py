@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -475,10 +476,26 @@ def _shaped(state: TableState, file_columns: list[ColumnInfo],
     return out
 
 
+# Spark reads a path holding any of ``{}[]*?\`` as a glob pattern (``SparkHadoopUtil.
+# isGlobPath``): under a data path such as ``/lakes/sales[eu]/`` the pattern matched no file and
+# every read of a Parquet file failed with PATH_NOT_FOUND. The catalog names each file
+# exactly, so those characters are escaped as Hadoop's glob syntax escapes them (a backslash),
+# and the pattern matches the one file named. Spark's own switch (the ``__globPaths__``
+# option) is no way out: with more than one path it lists every path once per path (Spark 4.x).
+_GLOB_CHARACTER = re.compile(r"([{}\[\]*?\\])")
+
+
+def literal_path(path: str) -> str:
+    """``path`` as a glob pattern that matches only ``path`` itself."""
+    return _GLOB_CHARACTER.sub(r"\\\1", path)
+
+
 def _read_parquet(spark: SparkSession, schema: StructType, paths: Sequence[str]) -> DataFrame:
-    """``spark.read.schema(schema).parquet(*paths)``, with the paths sent to the JVM as one
-    string (:func:`.expressions.java_seq`): py4j would otherwise convert the list one element
-    per round trip (about 0.1 ms each, a second for 10,000 live files)."""
+    """``spark.read.schema(schema).parquet(*paths)``, each path taken literally
+    (:func:`literal_path`), with the paths sent to the JVM as one string
+    (:func:`.expressions.java_seq`): py4j would otherwise convert the list one element per
+    round trip (about 0.1 ms each, a second for 10,000 live files)."""
+    paths = [literal_path(p) for p in paths]
     seq = sql.java_seq(spark, paths) if len(paths) > _MAP_FILES else None
     if seq is None:
         return spark.read.schema(schema).parquet(*paths)
