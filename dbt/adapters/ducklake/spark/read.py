@@ -481,7 +481,7 @@ def _shaped(state: TableState, file_columns: list[ColumnInfo],
 # every read of a Parquet file failed with PATH_NOT_FOUND. The catalog names each file
 # exactly, so those characters are escaped as Hadoop's glob syntax escapes them (a backslash),
 # and the pattern matches the one file named. Spark's own switch (the ``__globPaths__``
-# option) is no way out: with more than one path it lists every path once per path (Spark 4.x).
+# option) is no way out: with several paths it lists each path once per path (Spark 4.3.0).
 _GLOB_CHARACTER = re.compile(r"([{}\[\]*?\\])")
 
 
