@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import sqlite3
 
 import pytest
@@ -323,3 +324,33 @@ def test_a_lasting_or_other_sqlite_error_at_begin_is_raised() -> None:
     with pytest.raises(OperationalError, match="readonly"):
         begin_sqlite(other, write=True, pause=0)
     assert other.statements == ["BEGIN IMMEDIATE"]
+
+
+def test_sqlite_transactions_reuse_connections_and_see_other_writers(tmp_path):  # noqa: ANN001
+    """A SQLite catalog keeps its connections open between transactions (a new one parses the
+    catalog's schema first): they see another process's commit at their next transaction, and
+    closing the lake leaves no descriptor of this process on the catalog file."""
+    from duckdb_process import execute
+    from sqlalchemy import event
+
+    path = str(tmp_path / "catalog.sqlite")
+    lake = Catalog.open(f"sqlite:///{path}", str(tmp_path / "data"))
+    opened: list[object] = []
+    event.listen(lake.engine, "connect", lambda *_: opened.append(1))
+    before = lake.latest_snapshot().snapshot_id
+    for _ in range(20):
+        with lake.read() as conn:
+            assert lake.latest_snapshot(conn).snapshot_id == before
+        lake.latest_snapshot()
+    assert len(opened) <= 1
+
+    execute(f"ATTACH 'ducklake:sqlite:{path}' AS lake", "CREATE TABLE lake.main.t(i INT)")
+    assert lake.latest_snapshot().snapshot_id == before + 1
+    assert [t.table_name for t in lake.tables("main")] == ["t"]
+    assert len(opened) <= 1
+
+    lake.close()
+    fds = "/proc/self/fd"
+    if os.path.isdir(fds):
+        assert not [fd for fd in os.listdir(fds)
+                    if os.path.realpath(os.path.join(fds, fd)) == os.path.realpath(path)]

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 from .conflicts import quote_name
 from .errors import CatalogConnectionError, ReadOnlyError, first_line
@@ -47,6 +47,9 @@ WRITE_OPTION = "ducklake_write"
 SQLITE_BEGIN_ATTEMPTS = 8
 """How often a SQLite ``BEGIN`` that failed with a transient I/O error is tried (see
 :func:`begin_sqlite`)."""
+
+SQLITE_POOL_SIZE = 4
+"""SQLite connections kept open between transactions (see :func:`make_engine`)."""
 
 
 @dataclass(frozen=True)
@@ -185,9 +188,16 @@ def make_engine(target: CatalogTarget) -> Engine:
     On SQLite the driver's own transaction handling is switched off so that a commit can take
     the write lock with ``BEGIN IMMEDIATE`` before reading the latest snapshot: two writers then
     queue on the lock instead of failing on a lock upgrade.
+
+    SQLite connections are pooled (a few kept open, as many more as threads need). A new
+    connection parses the catalog's schema at its first statement, about 0.4 ms on a 2-core
+    VM against 0.05 ms for a whole snapshot query (``tests/unit/test_catalog.py``), and a dbt
+    node opens several read transactions. An idle connection holds no lock and sees other
+    processes' commits at its next ``BEGIN``; :meth:`CatalogDatabase.close` closes them.
     """
     if target.dialect == "sqlite":
-        engine = create_engine(target.url, connect_args=target.connect_args, poolclass=NullPool)
+        engine = create_engine(target.url, connect_args=target.connect_args, poolclass=QueuePool,
+                               pool_size=SQLITE_POOL_SIZE, max_overflow=-1)
 
         @event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -247,6 +257,7 @@ class CatalogDatabase:
         self.prefix = quote_name(metadata_schema) + "." if metadata_schema else ""
 
     def close(self) -> None:
+        """Close the connections kept open between transactions."""
         self.engine.dispose()
 
     def t(self, name: str) -> str:
