@@ -191,7 +191,7 @@ def make_engine(target: CatalogTarget) -> Engine:
 
     SQLite connections are pooled (a few kept open, as many more as threads need). A new
     connection parses the catalog's schema at its first statement, about 0.4 ms on a 2-core
-    VM against 0.05 ms for a whole snapshot query (``tests/unit/test_catalog.py``), and a dbt
+    VM against 0.05 ms for a whole snapshot query (``docs/fixed-cost.md``, change 21), and a dbt
     node opens several read transactions. An idle connection holds no lock and sees other
     processes' commits at its next ``BEGIN``; :meth:`CatalogDatabase.close` closes them.
     """
